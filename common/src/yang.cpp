@@ -1,0 +1,116 @@
+#include "ncstore/yang.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+namespace ncstore {
+
+void CFreeDeleter::operator()(void* p) const noexcept {
+    std::free(p);
+}
+
+std::string lastError(const ly_ctx* ctx) {
+    if (!ctx) {
+        return {};
+    }
+    const ly_err_item* e = ly_err_last(ctx);
+    return e && e->msg ? e->msg : "";
+}
+
+std::string lastErrorPath(const ly_ctx* ctx) {
+    if (!ctx) {
+        return {};
+    }
+    const ly_err_item* e = ly_err_last(ctx);
+    return e && e->path ? e->path : "";
+}
+
+YangError::YangError(const std::string& what, const ly_ctx* ctx)
+    : std::runtime_error(lastError(ctx).empty() ? what : what + ": " + lastError(ctx)) {}
+
+std::string pathOf(const lyd_node* node) {
+    CString p{lyd_path(node, LYD_PATH_STD, nullptr, 0)};
+    if (!p) {
+        throw YangError("lyd_path failed");
+    }
+    return p.get();
+}
+
+namespace {
+std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options, bool siblings) {
+    char* out = nullptr;
+    LY_ERR rc = siblings ? lyd_print_mem(&out, node, format, options | LYD_PRINT_WITHSIBLINGS)
+                         : lyd_print_mem(&out, node, format, options);
+    CString owned{out};
+    if (rc != LY_SUCCESS) {
+        throw YangError("printing data failed", node ? LYD_CTX(node) : nullptr);
+    }
+    if (format == LYD_LYB) {
+        return std::string(out, out ? lyd_lyb_data_length(out) : 0);
+    }
+    return out ? std::string(out) : std::string();
+}
+} // namespace
+
+std::string print(const lyd_node* tree, LYD_FORMAT format, uint32_t options) {
+    return printImpl(tree, format, options, true);
+}
+
+std::string printTree(const lyd_node* node, LYD_FORMAT format, uint32_t options) {
+    return printImpl(node, format, options, false);
+}
+
+Tree parseData(const ly_ctx* ctx, const std::string& text, LYD_FORMAT format, uint32_t parseOptions,
+               uint32_t validateOptions) {
+    lyd_node* tree = nullptr;
+    LY_ERR rc = lyd_parse_data_mem(ctx, text.c_str(), format, parseOptions, validateOptions, &tree);
+    Tree owned{tree};
+    if (rc != LY_SUCCESS) {
+        throw YangError("parsing data failed", ctx);
+    }
+    return owned;
+}
+
+std::vector<std::string> modulesInDir(const std::filesystem::path& dir) {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (!entry.is_regular_file() || entry.path().extension() != ".yang") {
+            continue;
+        }
+        std::string stem = entry.path().stem().string();
+        names.insert(stem.substr(0, stem.find('@')));
+    }
+    return {names.begin(), names.end()};
+}
+
+Context makeContext(const ContextOptions& options) {
+    ly_ctx* raw = nullptr;
+    if (ly_ctx_new(nullptr, LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw) != LY_SUCCESS) {
+        throw YangError("cannot create libyang context");
+    }
+    Context ctx{raw};
+    auto addDir = [&](const std::filesystem::path& dir) {
+        if (ly_ctx_set_searchdir(ctx.get(), dir.c_str()) != LY_SUCCESS) {
+            throw YangError("cannot add YANG search directory " + dir.string(), ctx.get());
+        }
+    };
+    for (const auto& d : options.searchDirs) {
+        addDir(d);
+    }
+    for (const auto& d : options.importOnlyDirs) {
+        addDir(d);
+    }
+    const char* allFeatures[] = {"*", nullptr};
+    for (const auto& d : options.searchDirs) {
+        for (const auto& name : modulesInDir(d)) {
+            if (!ly_ctx_load_module(ctx.get(), name.c_str(), nullptr,
+                                    options.enableAllFeatures ? allFeatures : nullptr)) {
+                throw YangError("cannot load YANG module " + name + " from " + d.string(), ctx.get());
+            }
+        }
+    }
+    return ctx;
+}
+
+} // namespace ncstore

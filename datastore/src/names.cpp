@@ -1,0 +1,74 @@
+#include "ncstore/datastore.hpp"
+
+namespace ncstore::ds {
+
+const char* toString(Datastore ds) {
+    switch (ds) {
+    case Datastore::Running:
+        return "running";
+    case Datastore::Startup:
+        return "startup";
+    case Datastore::Candidate:
+        return "candidate";
+    }
+    return "?";
+}
+
+Durability parseDurability(const std::string& text) {
+    if (text == "full") {
+        return Durability::Full;
+    }
+    if (text == "normal") {
+        return Durability::Normal;
+    }
+    if (text == "off") {
+        return Durability::Off;
+    }
+    throw std::invalid_argument("unknown durability '" + text + "' (full, normal, off)");
+}
+
+const char* toString(Durability d) {
+    switch (d) {
+    case Durability::Full:
+        return "full";
+    case Durability::Normal:
+        return "normal";
+    case Durability::Off:
+        return "off";
+    }
+    return "?";
+}
+
+const char* toString(ErrorTag tag) {
+    switch (tag) {
+    case ErrorTag::InvalidValue:
+        return "invalid-value";
+    case ErrorTag::MissingElement:
+        return "missing-element";
+    case ErrorTag::BadElement:
+        return "bad-element";
+    case ErrorTag::UnknownElement:
+        return "unknown-element";
+    case ErrorTag::UnknownNamespace:
+        return "unknown-namespace";
+    case ErrorTag::MissingAttribute:
+        return "missing-attribute";
+    case ErrorTag::BadAttribute:
+        return "bad-attribute";
+    case ErrorTag::DataExists:
+        return "data-exists";
+    case ErrorTag::DataMissing:
+        return "data-missing";
+    case ErrorTag::OperationNotSupported:
+        return "operation-not-supported";
+    case ErrorTag::OperationFailed:
+        return "operation-failed";
+    case ErrorTag::InUse:
+        return "in-use";
+    case ErrorTag::ResourceDenied:
+        return "resource-denied";
+    }
+    return "operation-failed";
+}
+
+} // namespace ncstore::ds
