@@ -1,0 +1,94 @@
+// NETCONF filtering of configuration data: RFC 6241 §6 subtree filters and the :xpath
+// capability's XPath filters, applied to a libyang data forest.
+//
+// Promises:
+//  - The input trees are never modified; the result is a new forest of duplicated nodes (with
+//    their ancestors) that the caller owns and prints. Node flags are kept (LYD_DUP_WITH_FLAGS),
+//    so LYD_DEFAULT survives and the printer's with-defaults modes work on the result:
+//        explicit           -> LYD_PRINT_WD_EXPLICIT
+//        trim               -> LYD_PRINT_WD_TRIM
+//        report-all         -> LYD_PRINT_WD_ALL
+//        report-all-tagged  -> LYD_PRINT_WD_ALL_TAG (needs ietf-netconf-with-defaults in the
+//                              context for the wd:default attribute)
+//    Nodes selected by several filter branches appear once. Sibling list/leaf-list entries keep
+//    the order they have in the data. A selected list entry always carries its keys.
+//  - An empty result is nullptr (print it as an empty <data/>).
+//  - A subtree content match on all keys of a list is a hash lookup (lyd_find_sibling_val), so
+//    a filter naming K entries of an N-entry list costs O(K), not O(K*N). Content matches on
+//    non-key leaves, and lists where not every key is given, scan the list's entries.
+//  - Errors (a malformed XPath, an anyxml value of a kind we cannot read) throw
+//    filter::Error with the reason.
+#pragma once
+
+#include "ncstore/yang.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace ncstore::filter {
+
+/// A filter that cannot be evaluated. Map it to the rpc-error tag `invalid-value` (bad XPath) or
+/// `bad-element` (unreadable subtree filter), error-type protocol.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// RFC 6241 §6 subtree filtering of the forest `data` (any sibling of the forest; may be nullptr).
+///
+/// `filter` is the first top-level node of the filter's content, i.e. the children of
+/// `<filter type="subtree">`, exactly as libyang parses them into the value of the ietf-netconf
+/// `filter` anyxml (LYD_ANYDATA_DATATREE, parsed with LYD_PARSE_OPAQ): a mix of schema nodes
+/// (elements libyang could resolve) and opaque nodes (everything else: selection nodes whose
+/// empty value is not valid for their type, list entries without keys, unknown elements). Both
+/// kinds are read for namespace, name and value; opaque values are interpreted with the XML
+/// prefixes in scope (identityref content matches work), schema node values are canonical.
+/// nullptr (an empty `<filter/>`) selects nothing.
+///
+/// Semantics (RFC 6241 §6.2):
+///  - namespace selection: an element matches data nodes of the module with its namespace; an
+///    element without namespace, or in the NETCONF base namespace (what an element written
+///    without xmlns inside <filter> inherits), matches data nodes of that name in any module;
+///  - containment nodes (elements with children), selection nodes (empty elements: the whole
+///    subtree), content-match nodes (leaves with a value: exact match of the canonical value;
+///    all content matches of a sibling set must hold, and a set with only content matches
+///    selects the whole parent; list keys are ordinary content matches);
+///  - several top-level filter elements, or several sibling containment nodes of one name,
+///    select the union.
+/// Attribute-match expressions are not supported: attributes in the filter are ignored.
+Tree subtree(const lyd_node* data, const lyd_node* filter);
+
+/// The `filter` anyxml node of a get/get-config RPC as libnetconf2 hands it over (value of
+/// type LYD_ANYDATA_DATATREE, or an XML string which is parsed here with
+/// LYD_PARSE_ONLY | LYD_PARSE_OPAQ in the context of `filterNode`), evaluated as subtree().
+Tree subtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode);
+
+/// Parses `xml` (the content of a <filter>, several top-level elements allowed) the way
+/// libyang parses an anyxml value, and evaluates it as subtree(). For tests and tools.
+Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xml);
+
+/// XPath filter (RFC 6241 §8.9, `<filter type="xpath" select="...">`) on the forest `data`.
+///
+/// `expr` uses libyang's JSON prefixes (module names). That is what the server already has:
+/// libyang's xpath1.0 type turns the `select` attribute's XML prefixes (declared with xmlns on
+/// the <filter> element) into module names, so pass lyd_get_meta_value() of the
+/// ietf-netconf:select metadata as is. For clients that write no prefix at all, a top-level
+/// name without prefix is resolved to the one module that has a top-level data node of that
+/// name (children inherit the module as usual in libyang).
+///
+/// The result holds every selected node with its ancestors (list ancestors with their keys);
+/// a selected container or list entry comes with its whole subtree. An expression that does
+/// not yield a node-set (e.g. count(...)) selects nothing. Throws Error on an invalid
+/// expression.
+Tree xpath(const lyd_node* data, const std::string& expr);
+
+/// The whole get/get-config filtering step: `filterNode` is the ietf-netconf `filter` anyxml
+/// of the RPC; type="xpath" runs xpath() on its select, anything else subtreeOfAnyxml().
+/// (Without a filter element the caller returns all data; this is not called.)
+Tree apply(const lyd_node* data, const lyd_node* filterNode);
+
+/// The `select` expression of an ietf-netconf `filter` node with type="xpath", or "" when the
+/// node has type subtree (or none). Throws Error when type is xpath but select is missing.
+std::string xpathSelect(const lyd_node* filterNode);
+
+} // namespace ncstore::filter
