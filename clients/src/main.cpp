@@ -1,0 +1,502 @@
+// ncstore-client: a NETCONF client for administration and timing, over the libnetconf2 client API.
+//
+//   ncstore-client --user u --password p get-config --source running --filter-xpath /ietf-interfaces:*
+//   ncstore-client --user u --password p --sessions 5 --repeat 1000 edit-config --target running --config
+//   e.xml
+//
+// With --repeat/--sessions it prints throughput and latency statistics instead of replies. The
+// payload may hold placeholders replaced before the clock starts, so every request can differ:
+//   @S@ session index, @N@ request index in its session, @I@ unique index (--index-offset +
+//   session * repeat + request), @R@ a random integer in [0, --random-range).
+#include "NcClient.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <latch>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+using namespace ncstore::client;
+using Clock = std::chrono::steady_clock;
+
+std::string readPayload(const std::string& source) {
+    if (source == "-") {
+        return std::string(std::istreambuf_iterator<char>(std::cin), {});
+    }
+    std::ifstream in(source, std::ios::binary);
+    if (!in) {
+        throw std::runtime_error("cannot read " + source);
+    }
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+double cpuSeconds() {
+    rusage usage{};
+    if (getrusage(RUSAGE_SELF, &usage) != 0) {
+        throw std::runtime_error("getrusage failed");
+    }
+    auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+/// What the command line asked for, independent of the session running it.
+struct Request {
+    std::string command;
+    std::string datastore = "running"; // --source / --target
+    std::string secondDatastore;       // copy-config --source
+    std::string payload;               // config, filter or RPC XML (may hold placeholders)
+    bool filterIsXpath = false;
+    std::string withDefaults;
+    std::string defaultOperation, testOption, errorOption;
+};
+
+/// Expands the placeholders of `text` for one request.
+class Expander {
+public:
+    Expander(std::string text, long offset, long repeat, long randomRange, unsigned seed)
+        : text_(std::move(text)), offset_(offset), repeat_(repeat), randomRange_(randomRange), rng_(seed),
+          templated_(text_.find('@') != std::string::npos) {}
+    [[nodiscard]] bool templated() const { return templated_; }
+    std::string expand(long session, long n) {
+        if (!templated_) {
+            return text_;
+        }
+        std::string out;
+        out.reserve(text_.size() + 16);
+        for (size_t i = 0; i < text_.size(); ++i) {
+            if (text_[i] == '@' && i + 2 < text_.size() && text_[i + 2] == '@') {
+                const char c = text_[i + 1];
+                if (c == 'S' || c == 'N' || c == 'I' || c == 'R') {
+                    long value = 0;
+                    if (c == 'S') {
+                        value = session;
+                    } else if (c == 'N') {
+                        value = n;
+                    } else if (c == 'I') {
+                        value = offset_ + session * repeat_ + n;
+                    } else {
+                        value = std::uniform_int_distribution<long>(0, std::max(1L, randomRange_) - 1)(rng_);
+                    }
+                    out += std::to_string(value);
+                    i += 2;
+                    continue;
+                }
+            }
+            out += text_[i];
+        }
+        return out;
+    }
+
+private:
+    std::string text_;
+    long offset_, repeat_, randomRange_;
+    std::mt19937_64 rng_;
+    bool templated_;
+};
+
+NC_RPC_EDIT_DFLTOP parseDefaultOperation(const std::string& s) {
+    if (s.empty()) {
+        return NC_RPC_EDIT_DFLTOP_UNKNOWN;
+    }
+    if (s == "merge") {
+        return NC_RPC_EDIT_DFLTOP_MERGE;
+    }
+    if (s == "replace") {
+        return NC_RPC_EDIT_DFLTOP_REPLACE;
+    }
+    if (s == "none") {
+        return NC_RPC_EDIT_DFLTOP_NONE;
+    }
+    throw std::invalid_argument("unknown default-operation '" + s + "'");
+}
+
+NC_RPC_EDIT_TESTOPT parseTestOption(const std::string& s) {
+    if (s.empty()) {
+        return NC_RPC_EDIT_TESTOPT_UNKNOWN;
+    }
+    if (s == "test-then-set") {
+        return NC_RPC_EDIT_TESTOPT_TESTSET;
+    }
+    if (s == "set") {
+        return NC_RPC_EDIT_TESTOPT_SET;
+    }
+    if (s == "test-only") {
+        return NC_RPC_EDIT_TESTOPT_TEST;
+    }
+    throw std::invalid_argument("unknown test-option '" + s + "'");
+}
+
+NC_RPC_EDIT_ERROPT parseErrorOption(const std::string& s) {
+    if (s.empty()) {
+        return NC_RPC_EDIT_ERROPT_UNKNOWN;
+    }
+    if (s == "stop-on-error") {
+        return NC_RPC_EDIT_ERROPT_STOP;
+    }
+    if (s == "continue-on-error") {
+        return NC_RPC_EDIT_ERROPT_CONTINUE;
+    }
+    if (s == "rollback-on-error") {
+        return NC_RPC_EDIT_ERROPT_ROLLBACK;
+    }
+    throw std::invalid_argument("unknown error-option '" + s + "'");
+}
+
+/// Builds the RPC for `req` with `payload` (placeholders already expanded).
+Rpc buildRpc(const Request& req, const std::string& payload) {
+    const auto dup = NC_PARAMTYPE_DUP_AND_FREE;
+    const NC_WD_MODE wd = parseWithDefaults(req.withDefaults);
+    const char* filter = payload.empty() ? nullptr : payload.c_str();
+    const std::string& c = req.command;
+    if (c == "get") {
+        return checkedRpc(nc_rpc_get(filter, wd, dup), "get");
+    }
+    if (c == "get-config") {
+        return checkedRpc(nc_rpc_getconfig(parseDatastore(req.datastore), filter, wd, dup), "get-config");
+    }
+    if (c == "edit-config") {
+        const std::string content = stripConfigWrapper(payload);
+        return checkedRpc(nc_rpc_edit(parseDatastore(req.datastore),
+                                      parseDefaultOperation(req.defaultOperation),
+                                      parseTestOption(req.testOption), parseErrorOption(req.errorOption),
+                                      content.c_str(), dup),
+                          "edit-config");
+    }
+    if (c == "copy-config") {
+        if (!req.secondDatastore.empty()) {
+            return checkedRpc(nc_rpc_copy(parseDatastore(req.datastore), nullptr,
+                                          parseDatastore(req.secondDatastore), nullptr, wd, dup),
+                              "copy-config");
+        }
+        const std::string content = stripConfigWrapper(payload);
+        return checkedRpc(nc_rpc_copy(parseDatastore(req.datastore), nullptr, NC_DATASTORE_CONFIG,
+                                      content.c_str(), wd, dup),
+                          "copy-config");
+    }
+    if (c == "delete-config") {
+        return checkedRpc(nc_rpc_delete(parseDatastore(req.datastore), nullptr, dup), "delete-config");
+    }
+    if (c == "lock") {
+        return checkedRpc(nc_rpc_lock(parseDatastore(req.datastore)), "lock");
+    }
+    if (c == "unlock") {
+        return checkedRpc(nc_rpc_unlock(parseDatastore(req.datastore)), "unlock");
+    }
+    if (c == "commit") {
+        return checkedRpc(nc_rpc_commit(0, 0, nullptr, nullptr, dup), "commit");
+    }
+    if (c == "discard-changes") {
+        return checkedRpc(nc_rpc_discard(), "discard-changes");
+    }
+    if (c == "validate") {
+        if (!payload.empty()) {
+            const std::string content = stripConfigWrapper(payload);
+            return checkedRpc(nc_rpc_validate(NC_DATASTORE_CONFIG, content.c_str(), dup), "validate");
+        }
+        return checkedRpc(nc_rpc_validate(parseDatastore(req.datastore), nullptr, dup), "validate");
+    }
+    if (c == "rpc") {
+        return checkedRpc(nc_rpc_act_generic_xml(payload.c_str(), dup), "rpc");
+    }
+    throw std::invalid_argument("unknown command " + c);
+}
+
+struct Options {
+    ConnectOptions connect;
+    long repeat = 1;
+    long sessions = 1;
+    long indexOffset = 0;
+    long randomRange = 1;
+    bool time = false;
+    bool json = false;
+    bool quiet = false;
+};
+
+struct SessionResult {
+    std::vector<double> latencies; // seconds
+    Clock::time_point end;
+    long errors = 0;
+    std::string firstError;
+    std::exception_ptr failure;
+};
+
+double percentile(const std::vector<double>& sorted, double p) {
+    if (sorted.empty()) {
+        return 0;
+    }
+    const auto index = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size()))) - 1;
+    return sorted[std::min(index, sorted.size() - 1)];
+}
+
+/// One request on one session: prints the reply. Returns the exit code.
+int runSingle(const Options& opts, const Request& req) {
+    applyThreadOptions(opts.connect);
+    Session session(opts.connect);
+    Expander expander(req.payload, opts.indexOffset, 1, opts.randomRange, std::random_device{}());
+    Rpc rpc = buildRpc(req, expander.expand(0, 0));
+    const double cpu0 = cpuSeconds();
+    const auto t0 = Clock::now();
+    Reply reply = session.call(rpc.get(), opts.connect.rpcTimeoutMs);
+    const auto t1 = Clock::now();
+    const double cpu = cpuSeconds() - cpu0;
+    const double seconds = std::chrono::duration<double>(t1 - t0).count();
+    if (opts.json) {
+        std::cout << "{\"command\":\"" << req.command << "\",\"count\":1,\"seconds\":" << seconds
+                  << ",\"errors\":" << (reply.isError() ? 1 : 0) << ",\"client_cpu_s\":" << cpu << "}\n";
+        if (reply.isError()) {
+            std::cerr << reply.render(parseWithDefaults(req.withDefaults));
+        }
+    } else {
+        if (!opts.quiet || reply.isError()) {
+            (reply.isError() ? std::cerr : std::cout) << reply.render(parseWithDefaults(req.withDefaults));
+        }
+        if (opts.time) {
+            std::cout << "round-trip: " << seconds * 1e3 << " ms (client CPU " << cpu * 1e3 << " ms)\n";
+        }
+    }
+    return reply.isError() ? 1 : 0;
+}
+
+/// `sessions` threads, each its own session, each sending `repeat` requests in sequence.
+int runLoad(const Options& opts, const Request& req) {
+    const auto n = static_cast<size_t>(opts.sessions);
+    std::vector<SessionResult> results(n);
+    std::mutex connectMutex; // connect one at a time: the schema cache is shared, the server accepts serially
+    std::latch ready(static_cast<std::ptrdiff_t>(n) + 1);
+    std::latch go(1);
+    Clock::time_point start;
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (size_t s = 0; s < n; ++s) {
+        threads.emplace_back([&, s] {
+            SessionResult& result = results[s];
+            bool counted = false;
+            try {
+                applyThreadOptions(opts.connect);
+                std::optional<Session> session;
+                {
+                    std::lock_guard lock(connectMutex);
+                    session.emplace(opts.connect);
+                }
+                Expander expander(req.payload, opts.indexOffset, opts.repeat, opts.randomRange,
+                                  static_cast<unsigned>(s * 7919 + 17));
+                std::vector<Rpc> rpcs;
+                if (expander.templated()) {
+                    rpcs.reserve(static_cast<size_t>(opts.repeat));
+                    for (long i = 0; i < opts.repeat; ++i) {
+                        rpcs.push_back(buildRpc(req, expander.expand(static_cast<long>(s), i)));
+                    }
+                } else {
+                    rpcs.push_back(buildRpc(req, req.payload));
+                }
+                result.latencies.reserve(static_cast<size_t>(opts.repeat));
+                ready.count_down();
+                counted = true;
+                go.wait();
+                for (long i = 0; i < opts.repeat; ++i) {
+                    nc_rpc* rpc = rpcs.size() == 1 ? rpcs[0].get() : rpcs[static_cast<size_t>(i)].get();
+                    const auto t0 = Clock::now();
+                    Reply reply = session->call(rpc, opts.connect.rpcTimeoutMs);
+                    const auto t1 = Clock::now();
+                    result.latencies.push_back(std::chrono::duration<double>(t1 - t0).count());
+                    if (reply.isError() && result.errors++ == 0) {
+                        result.firstError = reply.render(NC_WD_UNKNOWN);
+                    }
+                }
+                result.end = Clock::now();
+            } catch (...) {
+                result.failure = std::current_exception();
+                result.end = Clock::now();
+                if (!counted) {
+                    ready.count_down();
+                }
+            }
+        });
+    }
+    ready.arrive_and_wait();
+    const double cpu0 = cpuSeconds();
+    start = Clock::now();
+    go.count_down();
+    for (auto& t : threads) {
+        t.join();
+    }
+    const double cpu = cpuSeconds() - cpu0; // includes closing the sessions: an upper bound
+    for (const auto& r : results) {
+        if (r.failure) {
+            std::rethrow_exception(r.failure);
+        }
+    }
+    std::vector<double> all;
+    long errors = 0;
+    Clock::time_point end = start;
+    for (const auto& r : results) {
+        all.insert(all.end(), r.latencies.begin(), r.latencies.end());
+        errors += r.errors;
+        end = std::max(end, r.end);
+        if (r.errors && !r.firstError.empty() && errors == r.errors) {
+            std::cerr << "first rpc-error:\n" << r.firstError;
+        }
+    }
+    std::sort(all.begin(), all.end());
+    const double total = std::chrono::duration<double>(end - start).count();
+    const double avg =
+        all.empty() ? 0 : std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size());
+    const double opsPerSecond = total > 0 ? static_cast<double>(all.size()) / total : 0;
+    if (opts.json) {
+        std::cout << "{\"command\":\"" << req.command << "\",\"sessions\":" << n
+                  << ",\"repeat\":" << opts.repeat << ",\"count\":" << all.size() << ",\"errors\":" << errors
+                  << ",\"seconds\":" << total << ",\"ops_per_s\":" << opsPerSecond
+                  << ",\"lat_min_s\":" << (all.empty() ? 0 : all.front()) << ",\"lat_avg_s\":" << avg
+                  << ",\"lat_p50_s\":" << percentile(all, 50) << ",\"lat_p99_s\":" << percentile(all, 99)
+                  << ",\"lat_max_s\":" << (all.empty() ? 0 : all.back()) << ",\"client_cpu_s\":" << cpu
+                  << "}\n";
+    } else {
+        std::cout << "count: " << all.size() << " (" << n << " sessions x " << opts.repeat << ")\n"
+                  << "errors: " << errors << "\n"
+                  << "total: " << total << " s\n"
+                  << "ops/s: " << opsPerSecond << "\n"
+                  << "latency ms: min " << (all.empty() ? 0 : all.front() * 1e3) << " avg " << avg * 1e3
+                  << " p50 " << percentile(all, 50) * 1e3 << " p99 " << percentile(all, 99) * 1e3 << " max "
+                  << (all.empty() ? 0 : all.back() * 1e3) << "\n"
+                  << "client CPU: " << cpu << " s\n";
+    }
+    return errors ? 1 : 0;
+}
+
+std::filesystem::path defaultSchemaDir() {
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+        return std::filesystem::path(xdg) / "ncstore-client" / "schemas";
+    }
+    if (const char* home = std::getenv("HOME"); home && *home) {
+        return std::filesystem::path(home) / ".cache" / "ncstore-client" / "schemas";
+    }
+    return std::filesystem::temp_directory_path() / "ncstore-client-schemas";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"ncstore-client: NETCONF over SSH client (libnetconf2) with timing and parallel sessions"};
+    app.require_subcommand(1);
+    Options opts;
+    std::string passwordFile, keyFile, schemaDir;
+    std::string user;
+    std::string password;
+    int port = 8830;
+    app.add_option("--host", opts.connect.host, "server address")->capture_default_str();
+    app.add_option("--port", port, "server port")->capture_default_str()->check(CLI::Range(1, 65535));
+    app.add_option("--user", user, "SSH user (default: $USER)");
+    auto* passwordOpt = app.add_option("--password", password, "SSH password");
+    app.add_option("--password-file", passwordFile, "file whose first line is the SSH password")
+        ->excludes(passwordOpt);
+    app.add_option("--key", keyFile, "private key for publickey auth (FILE.pub beside it)");
+    app.add_option("--schema-dir", schemaDir, "private cache of schemas fetched from servers");
+    app.add_option("--timeout", opts.connect.rpcTimeoutMs, "reply timeout in ms")->capture_default_str();
+    app.add_flag("--time", opts.time, "print the round trip");
+    app.add_option("--repeat", opts.repeat, "requests per session (statistics mode when > 1)")
+        ->check(CLI::Range(1L, 100'000'000L));
+    app.add_option("--sessions", opts.sessions,
+                   "parallel sessions, one thread each (statistics mode when > 1)")
+        ->check(CLI::Range(1L, 1000L));
+    app.add_option("--index-offset", opts.indexOffset, "first value of @I@ in payloads");
+    app.add_option("--random-range", opts.randomRange, "@R@ in payloads is uniform in [0, range)");
+    app.add_flag("--json", opts.json, "print one JSON line of figures");
+    app.add_flag("--quiet,-q", opts.quiet, "do not print successful replies");
+    bool verbose = false;
+    app.add_flag("--verbose,-v", verbose, "libnetconf2 verbose logging");
+
+    Request req;
+    std::string payloadFile, filterSubtree, filterXpath;
+    auto addFilter = [&](CLI::App* sub) {
+        auto* subtree =
+            sub->add_option("--filter-subtree", filterSubtree, "subtree filter XML file (- for stdin)");
+        sub->add_option("--filter-xpath", filterXpath, "XPath filter")->excludes(subtree);
+        sub->add_option("--with-defaults", req.withDefaults, "report-all|report-all-tagged|trim|explicit");
+    };
+    auto* get = app.add_subcommand("get", "<get>");
+    addFilter(get);
+    auto* getConfig = app.add_subcommand("get-config", "<get-config>");
+    getConfig->add_option("--source", req.datastore, "running|candidate|startup")->capture_default_str();
+    addFilter(getConfig);
+    auto* edit = app.add_subcommand("edit-config", "<edit-config>");
+    edit->add_option("--target", req.datastore, "running|candidate")->capture_default_str();
+    edit->add_option("--config", payloadFile, "config XML file (- for stdin)")->required();
+    edit->add_option("--default-operation", req.defaultOperation, "merge|replace|none");
+    edit->add_option("--test-option", req.testOption, "test-then-set|set|test-only");
+    edit->add_option("--error-option", req.errorOption, "stop-on-error|continue-on-error|rollback-on-error");
+    auto* copy = app.add_subcommand("copy-config", "<copy-config>");
+    copy->add_option("--target", req.datastore, "running|candidate|startup")->required();
+    auto* copySource = copy->add_option("--source", req.secondDatastore, "running|candidate|startup");
+    copy->add_option("--config", payloadFile, "config XML file (- for stdin)")->excludes(copySource);
+    auto* del = app.add_subcommand("delete-config", "<delete-config>");
+    del->add_option("--target", req.datastore, "startup|candidate")->required();
+    auto* lock = app.add_subcommand("lock", "<lock>");
+    lock->add_option("--target", req.datastore, "running|candidate|startup")->capture_default_str();
+    auto* unlock = app.add_subcommand("unlock", "<unlock>");
+    unlock->add_option("--target", req.datastore, "running|candidate|startup")->capture_default_str();
+    app.add_subcommand("commit", "<commit>");
+    app.add_subcommand("discard-changes", "<discard-changes>");
+    auto* validate = app.add_subcommand("validate", "<validate>");
+    auto* validateSource = validate->add_option("--source", req.datastore, "running|candidate|startup");
+    validate->add_option("--config", payloadFile, "config XML file (- for stdin)")->excludes(validateSource);
+    auto* rpc = app.add_subcommand("rpc", "any RPC: the operation element in XML");
+    rpc->add_option("file", payloadFile, "RPC XML file (- for stdin)")->required();
+
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        req.command = app.get_subcommands().front()->get_name();
+        if (!payloadFile.empty()) {
+            req.payload = readPayload(payloadFile);
+        } else if (!filterSubtree.empty()) {
+            req.payload = readPayload(filterSubtree);
+        } else if (!filterXpath.empty()) {
+            req.payload = filterXpath;
+            req.filterIsXpath = true;
+        }
+        opts.connect.port = static_cast<uint16_t>(port);
+        if (user.empty()) {
+            const char* envUser = std::getenv("USER");
+            user = envUser ? envUser : "root";
+        }
+        opts.connect.user = user;
+        if (!passwordFile.empty()) {
+            std::string line = readPayload(passwordFile);
+            line = line.substr(0, line.find('\n'));
+            opts.connect.password = line;
+        } else if (!password.empty()) {
+            opts.connect.password = password;
+        }
+        if (!keyFile.empty()) {
+            opts.connect.privateKey = keyFile;
+        }
+        opts.connect.schemaDir = schemaDir.empty() ? defaultSchemaDir() : std::filesystem::path(schemaDir);
+        std::filesystem::create_directories(opts.connect.schemaDir);
+
+        ClientLibrary library;
+        if (verbose) {
+            nc_verbosity(NC_VERB_VERBOSE);
+        }
+        if (opts.sessions == 1 && opts.repeat == 1) {
+            return runSingle(opts, req);
+        }
+        return runLoad(opts, req);
+    } catch (const std::exception& e) {
+        std::cerr << "ncstore-client: " << e.what() << "\n";
+        return 2;
+    }
+}
