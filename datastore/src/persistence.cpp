@@ -1,0 +1,192 @@
+#include "persistence.hpp"
+
+#include "ncstore/log.hpp"
+
+#include <SQLiteCpp/Backup.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include <algorithm>
+
+namespace ncstore::ds::detail {
+
+std::size_t ChangeSet::bytes() const {
+    std::size_t total = 0;
+    for (const auto& op : ops) {
+        total += op.path.size() + op.parent.size() + op.data.size();
+    }
+    return total;
+}
+
+namespace {
+
+const char* synchronousPragma(Durability d) {
+    switch (d) {
+    case Durability::Full:
+        return "PRAGMA synchronous=FULL";
+    case Durability::Normal:
+        return "PRAGMA synchronous=NORMAL";
+    case Durability::Off:
+        return "PRAGMA synchronous=OFF";
+    }
+    return "PRAGMA synchronous=FULL";
+}
+
+[[noreturn]] void failOpen(const std::filesystem::path& file, const std::string& why) {
+    std::string msg = "cannot open the datastore " + file.string() + ": " + why;
+    std::string backup = newestBackup(file);
+    msg += backup.empty() ? " (no backup found beside it)" : " (newest backup: " + backup + ")";
+    throw Error(ErrorTag::OperationFailed, msg);
+}
+
+} // namespace
+
+Persistence::Persistence(const std::filesystem::path& file, Durability durability) try
+    : file_(file), db_(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
+    db_.exec("PRAGMA journal_mode=WAL");
+    db_.exec(synchronousPragma(durability));
+    // Records are a few KB; bigger pages keep a device in one or two pages.
+    db_.exec("PRAGMA cache_size=-65536");
+    db_.exec("PRAGMA temp_store=MEMORY");
+    migrate();
+    upsert_ = std::make_unique<SQLite::Statement>(
+        db_, "INSERT INTO records(ds, path, parent, data) VALUES(?, ?, ?, ?) "
+             "ON CONFLICT(ds, path) DO UPDATE SET parent=excluded.parent, data=excluded.data");
+    // Children of `p` have paths starting with "p/": the range [p/, p0) since '0' follows '/'.
+    deleteRange_ = std::make_unique<SQLite::Statement>(
+        db_, "DELETE FROM records WHERE ds=?1 AND (path=?2 OR (path>=?2||'/' AND path<?2||'0'))");
+    deleteAll_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=?");
+} catch (const SQLite::Exception& e) {
+    failOpen(file, e.what());
+}
+
+void Persistence::migrate() {
+    db_.exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    int version = 0;
+    {
+        SQLite::Statement q(db_, "SELECT value FROM meta WHERE key='schema_version'");
+        if (q.executeStep()) {
+            version = std::stoi(q.getColumn(0).getString());
+        }
+    }
+    if (version > kSchemaVersion) {
+        failOpen(file_, "it was written by a newer ncstore (schema version " + std::to_string(version) +
+                            ", this build knows " + std::to_string(kSchemaVersion) + ")");
+    }
+    SQLite::Transaction tx(db_);
+    if (version < 1) {
+        // Version 1: one row per record; the rowid keeps insertion order, which is the order
+        // libyang keeps for ordered-by-system list entries, so a reload prints the same.
+        db_.exec("CREATE TABLE IF NOT EXISTS records("
+                 " id INTEGER PRIMARY KEY,"
+                 " ds INTEGER NOT NULL,"
+                 " path TEXT NOT NULL,"
+                 " parent TEXT NOT NULL,"
+                 " data BLOB NOT NULL,"
+                 " UNIQUE(ds, path))");
+        db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '1')");
+    }
+    // Later versions: `if (version < 2) { ALTER ...; UPDATE meta ... }`, each in this transaction.
+    tx.commit();
+}
+
+void Persistence::load(
+    Datastore ds, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn) {
+    try {
+        SQLite::Statement q(db_, "SELECT path, parent, data FROM records WHERE ds=? ORDER BY id");
+        q.bind(1, static_cast<int>(ds));
+        while (q.executeStep()) {
+            const auto data = q.getColumn(2);
+            fn(q.getColumn(0).getString(), q.getColumn(1).getString(),
+               std::string(static_cast<const char*>(data.getBlob()),
+                           static_cast<std::size_t>(data.getBytes())));
+        }
+    } catch (const SQLite::Exception& e) {
+        failOpen(file_, e.what());
+    }
+}
+
+std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<const ChangeSet*>& batch) {
+    std::uint64_t written = 0;
+    std::uint64_t deleted = 0;
+    SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
+    for (const ChangeSet* cs : batch) {
+        const int ds = static_cast<int>(cs->ds);
+        for (const RecordOp& op : cs->ops) {
+            switch (op.kind) {
+            case RecordOp::Kind::Upsert:
+                upsert_->bind(1, ds);
+                upsert_->bindNoCopy(2, op.path);
+                upsert_->bindNoCopy(3, op.parent);
+                upsert_->bindNoCopy(4, op.data.data(), static_cast<int>(op.data.size()));
+                upsert_->exec();
+                upsert_->reset();
+                ++written;
+                break;
+            case RecordOp::Kind::DeleteRange:
+                deleteRange_->bind(1, ds);
+                deleteRange_->bindNoCopy(2, op.path);
+                deleted += static_cast<std::uint64_t>(deleteRange_->exec());
+                deleteRange_->reset();
+                break;
+            case RecordOp::Kind::DeleteAll:
+                deleteAll_->bind(1, ds);
+                deleted += static_cast<std::uint64_t>(deleteAll_->exec());
+                deleteAll_->reset();
+                break;
+            }
+        }
+    }
+    tx.commit();
+    return {written, deleted};
+}
+
+void backupFile(const std::filesystem::path& file, const std::filesystem::path& dest) {
+    try {
+        SQLite::Database src(file.string(), SQLite::OPEN_READONLY);
+        SQLite::Database dst(dest.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        SQLite::Backup backup(dst, src);
+        backup.executeStep(); // -1: all pages in one step, consistent snapshot
+    } catch (const SQLite::Exception& e) {
+        throw Error(ErrorTag::OperationFailed,
+                    "backup of " + file.string() + " to " + dest.string() + " failed: " + e.what());
+    }
+}
+
+std::string integrityCheckFile(const std::filesystem::path& file) {
+    try {
+        SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+        SQLite::Statement q(db, "PRAGMA integrity_check");
+        std::string result;
+        while (q.executeStep()) {
+            if (!result.empty()) {
+                result += "\n";
+            }
+            result += q.getColumn(0).getString();
+        }
+        return result;
+    } catch (const SQLite::Exception& e) {
+        return std::string("cannot check ") + file.string() + ": " + e.what();
+    }
+}
+
+std::string newestBackup(const std::filesystem::path& file) {
+    std::error_code ec;
+    const auto dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    const std::string prefix = file.filename().string() + ".backup-";
+    std::filesystem::path best;
+    std::filesystem::file_time_type bestTime{};
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const auto name = entry.path().filename().string();
+        if (name.rfind(prefix, 0) != 0) {
+            continue;
+        }
+        auto t = entry.last_write_time(ec);
+        if (best.empty() || t > bestTime) {
+            best = entry.path();
+            bestTime = t;
+        }
+    }
+    return best.string();
+}
+
+} // namespace ncstore::ds::detail

@@ -1,0 +1,72 @@
+// The SQLite side of the datastore: schema, migrations, loading and applying change sets.
+// Private to the datastore; one Persistence object is used by one thread at a time.
+#pragma once
+
+#include "ncstore/datastore.hpp"
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ncstore::ds::detail {
+
+/// One persisted change: the record at `path` is now `data` (under `parent`), or gone.
+struct RecordOp {
+    enum class Kind {
+        Upsert,      ///< write record `path`
+        DeleteRange, ///< delete record `path` and every record below it
+        DeleteAll,   ///< delete every record of the datastore
+    };
+    Kind kind;
+    std::string path;
+    std::string parent;
+    std::string data;
+};
+
+/// Everything one write changes in one datastore; applied all or nothing.
+struct ChangeSet {
+    Datastore ds;
+    std::vector<RecordOp> ops;
+    std::size_t bytes() const;
+};
+
+/// Schema version of the SQLite layout written by this build; older files are migrated.
+inline constexpr int kSchemaVersion = 1;
+
+class Persistence {
+public:
+    /// Opens or creates the file, applies the durability pragmas, creates or migrates the schema.
+    /// Throws Error(OperationFailed) naming the file on any problem.
+    Persistence(const std::filesystem::path& file, Durability durability);
+
+    /// Calls fn(path, parent, data) for every record of `ds` in insertion order.
+    void load(Datastore ds, const std::function<void(const std::string& path, const std::string& parent,
+                                                     const std::string& data)>& fn);
+
+    /// Applies the change sets in ONE transaction and makes it durable. Throws on failure
+    /// after rolling the transaction back. Returns (records written, records deleted).
+    std::pair<std::uint64_t, std::uint64_t> apply(const std::vector<const ChangeSet*>& batch);
+
+    const std::filesystem::path& file() const { return file_; }
+
+private:
+    void migrate();
+    std::filesystem::path file_;
+    SQLite::Database db_;
+    std::unique_ptr<SQLite::Statement> upsert_;
+    std::unique_ptr<SQLite::Statement> deleteRange_;
+    std::unique_ptr<SQLite::Statement> deleteAll_;
+};
+
+/// Online backup of `file` to `dest` through SQLite's backup API.
+void backupFile(const std::filesystem::path& file, const std::filesystem::path& dest);
+/// PRAGMA integrity_check of `file`: "ok" or the problems found.
+std::string integrityCheckFile(const std::filesystem::path& file);
+/// The newest backup beside `file` (files named <file>.backup-*), or "" when there is none.
+std::string newestBackup(const std::filesystem::path& file);
+
+} // namespace ncstore::ds::detail

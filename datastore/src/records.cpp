@@ -1,0 +1,147 @@
+#include "records.hpp"
+
+#include "ncstore/yang.hpp"
+
+namespace ncstore::ds::detail {
+
+namespace {
+
+bool isContainer(const lyd_node* node) {
+    return node->schema && node->schema->nodetype == LYS_CONTAINER;
+}
+
+bool isSystemOrderedListEntry(const lyd_node* node) {
+    return node->schema && node->schema->nodetype == LYS_LIST && !(node->schema->flags & LYS_ORDBY_USER);
+}
+
+// Copies the shell of `src` (everything but split entries) under `dstParent` (or as a new top).
+lyd_node* copyShell(const lyd_node* src, lyd_node* dstParent) {
+    lyd_node* copy = nullptr;
+    if (lyd_dup_single(src, reinterpret_cast<lyd_node_inner*>(dstParent), LYD_DUP_NO_META, &copy) !=
+        LY_SUCCESS) {
+        throw YangError("cannot copy record shell", LYD_CTX(src));
+    }
+    if (!isContainer(src)) {
+        // A leaf, leaf-list entry, ordered-by-user list entry, anydata: whole.
+        lyd_free_tree(copy);
+        copy = nullptr;
+        uint32_t opts = LYD_DUP_RECURSIVE;
+        if (lyd_dup_single(src, reinterpret_cast<lyd_node_inner*>(dstParent), opts, &copy) != LY_SUCCESS) {
+            throw YangError("cannot copy record shell", LYD_CTX(src));
+        }
+        return copy;
+    }
+    for (const lyd_node* child = lyd_child(src); child; child = child->next) {
+        if (isSystemOrderedListEntry(child) || (child->flags & LYD_DEFAULT)) {
+            continue;
+        }
+        copyShell(child, copy);
+    }
+    return copy;
+}
+
+void forEachInContainer(const lyd_node* container, const std::function<void(const lyd_node*)>& fn) {
+    for (const lyd_node* child = lyd_child(container); child; child = child->next) {
+        if (isSystemOrderedListEntry(child)) {
+            fn(child);
+        } else if (isContainer(child)) {
+            forEachInContainer(child, fn);
+        }
+    }
+}
+
+} // namespace
+
+bool isSplitEntry(const lyd_node* node) {
+    if (!isSystemOrderedListEntry(node)) {
+        return false;
+    }
+    for (const lyd_node* p = lyd_parent(node); p; p = lyd_parent(p)) {
+        if (!isContainer(p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+const lyd_node* recordRoot(const lyd_node* node) {
+    const lyd_node* topmostList = nullptr;
+    const lyd_node* top = node;
+    for (const lyd_node* n = node; n; n = lyd_parent(n)) {
+        if (n->schema && n->schema->nodetype == LYS_LIST) {
+            topmostList = n;
+        }
+        top = n;
+    }
+    if (topmostList && isSystemOrderedListEntry(topmostList)) {
+        return topmostList;
+    }
+    return top;
+}
+
+void forEachRecordIn(const lyd_node* node, const std::function<void(const lyd_node*)>& fn) {
+    if (isSplitEntry(node)) {
+        fn(node);
+        return;
+    }
+    if (!lyd_parent(node)) {
+        fn(node);
+    }
+    if (!isContainer(node)) {
+        return;
+    }
+    for (const lyd_node* p = lyd_parent(node); p; p = lyd_parent(p)) {
+        if (!isContainer(p)) {
+            return; // inside a record that is not a shell: no records below
+        }
+    }
+    forEachInContainer(node, fn);
+}
+
+void forEachRecord(const lyd_node* forest, const std::function<void(const lyd_node*)>& fn) {
+    for (const lyd_node* top = forest; top; top = top->next) {
+        forEachRecordIn(top, fn);
+    }
+}
+
+std::string serializeRecord(const lyd_node* root) {
+    if (isSplitEntry(root) || !isContainer(root)) {
+        return printTree(root, LYD_LYB, LYD_PRINT_WD_EXPLICIT);
+    }
+    Subtree shell{copyShell(root, nullptr)};
+    return printTree(shell.get(), LYD_LYB, LYD_PRINT_WD_EXPLICIT);
+}
+
+void loadRecord(const ly_ctx* ctx, lyd_node** forest, const std::string& parentPath,
+                const std::string& data) {
+    lyd_node* parent = nullptr;
+    if (!parentPath.empty()) {
+        if (lyd_find_path(*forest, parentPath.c_str(), 0, &parent) != LY_SUCCESS) {
+            throw YangError("record parent " + parentPath + " is missing");
+        }
+    }
+    ly_in* in = nullptr;
+    if (ly_in_new_memory(data.data(), &in) != LY_SUCCESS) {
+        throw YangError("cannot read record");
+    }
+    std::unique_ptr<ly_in, decltype([](ly_in* i) { ly_in_free(i, 0); })> inGuard{in};
+    lyd_node* parsed = nullptr;
+    const uint32_t parseOpts = LYD_PARSE_ONLY | LYD_PARSE_STRICT;
+    if (lyd_parse_data(ctx, parent, in, LYD_LYB, parseOpts, 0, &parsed) != LY_SUCCESS) {
+        throw YangError("cannot parse record" + (parentPath.empty() ? "" : " under " + parentPath), ctx);
+    }
+    if (!parent) {
+        // Top-level: link into the forest through its first node (cheap, no sibling walk).
+        if (*forest) {
+            if (lyd_insert_sibling(lyd_first_sibling(*forest), parsed, nullptr) != LY_SUCCESS) {
+                lyd_free_all(parsed);
+                throw YangError("cannot link record", ctx);
+            }
+        } else {
+            *forest = parsed;
+        }
+        *forest = lyd_first_sibling(*forest);
+    }
+}
+
+} // namespace ncstore::ds::detail

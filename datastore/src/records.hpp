@@ -1,0 +1,40 @@
+// How a datastore tree is cut into persisted records. Private to the datastore.
+//
+// A record is the unit written to SQLite. Cutting rule: below each top-level node, descend
+// through containers; every entry of the first list met on that way, when the list is
+// ordered-by-system, is a record of its own (a device, an interface, a circuit-pack). Everything
+// else of that top-level node (its containers and leaves, and ordered-by-user lists whose order
+// must be kept) is the top-level node's "shell" record. So a leaf merge on 1000 devices rewrites
+// 1000 device records, deleting a device deletes one record, and a top-level delete is a range
+// delete over the paths that start with its path.
+#pragma once
+
+#include <libyang/libyang.h>
+
+#include <functional>
+#include <string>
+
+namespace ncstore::ds::detail {
+
+/// True when `node` is a list entry that is a record of its own.
+bool isSplitEntry(const lyd_node* node);
+
+/// The root of the record that holds `node` (a split entry or a top-level node).
+const lyd_node* recordRoot(const lyd_node* node);
+
+/// Calls `fn` for every record root inside the subtree of `node` (itself included when it is a
+/// split entry or a top-level node), shells before the entries they contain.
+void forEachRecordIn(const lyd_node* node, const std::function<void(const lyd_node*)>& fn);
+
+/// Calls `fn` for every record root of the whole forest, shells first.
+void forEachRecord(const lyd_node* forest, const std::function<void(const lyd_node*)>& fn);
+
+/// The record's bytes (LYB): a split entry's subtree, or a top-level node without its split
+/// entries. Default nodes are not stored: validation re-creates them at load.
+std::string serializeRecord(const lyd_node* root);
+
+/// Parses a record's bytes and links it into `*forest`: top-level when `parentPath` is empty,
+/// otherwise under the node at `parentPath` (which must already be loaded). Throws YangError.
+void loadRecord(const ly_ctx* ctx, lyd_node** forest, const std::string& parentPath, const std::string& data);
+
+} // namespace ncstore::ds::detail

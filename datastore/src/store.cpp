@@ -1,0 +1,517 @@
+#include "edit.hpp"
+#include "persistence.hpp"
+#include "records.hpp"
+#include "writer.hpp"
+
+#include "ncstore/datastore.hpp"
+#include "ncstore/log.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_set>
+
+namespace ncstore::ds {
+
+using detail::ChangeSet;
+using detail::RecordOp;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t usSince(Clock::time_point start) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+}
+
+/// Maps libyang's last validation error to the RFC 7950 section 15 error-tag / app-tag.
+Error validationError(const ly_ctx* ctx, const std::string& prefix) {
+    const ly_err_item* e = ly_err_last(ctx);
+    std::string msg = e && e->msg ? e->msg : "validation failed";
+    std::string path = e && e->path ? e->path : "";
+    std::string appTag = e && e->apptag ? e->apptag : "";
+    ErrorTag tag = ErrorTag::OperationFailed;
+    if (appTag == "instance-required" || appTag == "missing-choice") {
+        tag = ErrorTag::DataMissing;
+    } else if (appTag.empty() && e && e->vecode == LYVE_DATA && msg.rfind("Mandatory node", 0) == 0) {
+        tag = ErrorTag::DataMissing;
+        appTag = "";
+    } else if (appTag.empty() && e && e->vecode == LYVE_DATA && msg.find("leafref") != std::string::npos) {
+        tag = ErrorTag::DataMissing;
+        appTag = "instance-required";
+    }
+    return Error(tag, prefix + msg, path, appTag);
+}
+
+Tree dupForest(const lyd_node* tree) {
+    if (!tree) {
+        return Tree{};
+    }
+    lyd_node* copy = nullptr;
+    if (lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+        throw YangError("cannot copy datastore tree", LYD_CTX(tree));
+    }
+    return Tree{copy};
+}
+
+/// Gives a Tree's raw pointer to C APIs that may replace the first node, and takes it back.
+class RawTree {
+public:
+    explicit RawTree(Tree& owner) : owner_(owner), raw_(owner.release()) {}
+    ~RawTree() { owner_.reset(raw_); }
+    RawTree(const RawTree&) = delete;
+    RawTree& operator=(const RawTree&) = delete;
+    lyd_node** ptr() { return &raw_; }
+    lyd_node* get() const { return raw_; }
+
+private:
+    Tree& owner_;
+    lyd_node* raw_;
+};
+
+/// Collects the records an edit touches, in the order they were touched.
+class Collector : public detail::ChangeObserver {
+public:
+    void created(const lyd_node* node) override {
+        detail::forEachRecordIn(node, [this](const lyd_node* r) { touch(pathOf(r)); });
+        touch(pathOf(detail::recordRoot(node)));
+    }
+    void modified(const lyd_node* node) override { touch(pathOf(detail::recordRoot(node))); }
+    void deleting(const lyd_node* node) override {
+        const lyd_node* root = detail::recordRoot(node);
+        if (root == node || mayHoldRecords(node)) {
+            rangeDeletes_.push_back(pathOf(node));
+        }
+        if (root != node) {
+            touch(pathOf(root));
+        }
+    }
+
+    /// Marks the records that validation changed (defaults are not stored, so only deletions
+    /// and explicit nodes matter).
+    void addValidationDiff(const lyd_node* diff, const lyd_node* tree) {
+        for (const lyd_node* top = diff; top; top = top->next) {
+            const lyd_node* elem = nullptr;
+            LYD_TREE_DFS_BEGIN(top, elem) {
+                const lyd_meta* op = lyd_find_meta(elem->meta, nullptr, "yang:operation");
+                if (op) {
+                    const std::string path = pathOf(elem);
+                    lyd_node* found = nullptr;
+                    if (lyd_find_path(tree, path.c_str(), 0, &found) == LY_SUCCESS && found) {
+                        if (!(found->flags & LYD_DEFAULT)) {
+                            created(found);
+                        }
+                    } else {
+                        rangeDeletes_.push_back(path);
+                        if (lyd_parent(elem)) {
+                            lyd_node* parent = nullptr;
+                            const std::string parentPath = pathOf(lyd_parent(elem));
+                            if (lyd_find_path(tree, parentPath.c_str(), 0, &parent) == LY_SUCCESS && parent) {
+                                touch(pathOf(detail::recordRoot(parent)));
+                            }
+                        }
+                    }
+                }
+                LYD_TREE_DFS_END(top, elem);
+            }
+        }
+    }
+
+    bool empty() const { return rangeDeletes_.empty() && touched_.empty(); }
+
+    /// The change set: range deletes first, then the touched records as they are now.
+    ChangeSet build(Datastore ds, const lyd_node* tree) const {
+        ChangeSet cs{ds, {}};
+        for (const auto& p : rangeDeletes_) {
+            cs.ops.push_back({RecordOp::Kind::DeleteRange, p, {}, {}});
+        }
+        std::vector<const lyd_node*> shells;
+        std::vector<const lyd_node*> entries;
+        for (const auto& p : touched_) {
+            lyd_node* found = nullptr;
+            if (!tree || lyd_find_path(tree, p.c_str(), 0, &found) != LY_SUCCESS || !found) {
+                cs.ops.push_back({RecordOp::Kind::DeleteRange, p, {}, {}});
+                continue;
+            }
+            (lyd_parent(found) ? entries : shells).push_back(found);
+        }
+        for (const auto* list : {&shells, &entries}) {
+            for (const lyd_node* r : *list) {
+                cs.ops.push_back({RecordOp::Kind::Upsert, pathOf(r),
+                                  lyd_parent(r) ? pathOf(lyd_parent(r)) : std::string(),
+                                  detail::serializeRecord(r)});
+            }
+        }
+        return cs;
+    }
+
+private:
+    static bool mayHoldRecords(const lyd_node* node) {
+        for (const lyd_node* p = node; p; p = lyd_parent(p)) {
+            if (!p->schema || p->schema->nodetype != LYS_CONTAINER) {
+                return false;
+            }
+        }
+        return true;
+    }
+    void touch(std::string path) {
+        if (seen_.insert(path).second) {
+            touched_.push_back(std::move(path));
+        }
+    }
+    std::vector<std::string> rangeDeletes_;
+    std::vector<std::string> touched_;
+    std::unordered_set<std::string> seen_;
+};
+
+/// The change set that makes a datastore hold exactly `tree`.
+ChangeSet fullChangeSet(Datastore ds, const lyd_node* tree) {
+    ChangeSet cs{ds, {}};
+    cs.ops.push_back({RecordOp::Kind::DeleteAll, {}, {}, {}});
+    detail::forEachRecord(tree, [&](const lyd_node* r) {
+        cs.ops.push_back({RecordOp::Kind::Upsert, pathOf(r),
+                          lyd_parent(r) ? pathOf(lyd_parent(r)) : std::string(), detail::serializeRecord(r)});
+    });
+    return cs;
+}
+
+constexpr uint32_t kValidateOpts = LYD_VALIDATE_PRESENT | LYD_VALIDATE_NO_STATE;
+
+} // namespace
+
+class StoreImpl {
+public:
+    StoreImpl(const ly_ctx* ctx, const StoreOptions& options) : ctx_(ctx), options_(options) {
+        auto persistence = std::make_unique<detail::Persistence>(options.file, options.durability);
+        loadAll(*persistence);
+        writer_ = std::make_unique<detail::Writer>(
+            std::move(persistence), options.maxBatchChangeSets, options.maxBatchBytes,
+            [this](detail::Persistence& p, const std::function<void()>& drain) {
+                std::unique_lock lock(mutex_);
+                drain();
+                NCS_LOG(warning) << "datastore: reloading " << options_.file << " after a failed commit";
+                loadAll(p);
+            });
+        NCS_LOG(info) << "datastore " << options.file << " open (durability " << toString(options.durability)
+                      << ")";
+    }
+
+    void loadAll(detail::Persistence& p) {
+        for (Datastore ds : {Datastore::Running, Datastore::Startup}) {
+            Tree forest;
+            {
+                RawTree raw(forest);
+                try {
+                    p.load(ds,
+                           [&](const std::string& path, const std::string& parent, const std::string& data) {
+                               try {
+                                   detail::loadRecord(ctx_, raw.ptr(), parent, data);
+                               } catch (const std::exception& e) {
+                                   throw Error(ErrorTag::OperationFailed, "record " + path + ": " + e.what());
+                               }
+                           });
+                } catch (const Error& e) {
+                    std::string backup = detail::newestBackup(options_.file);
+                    throw Error(ErrorTag::OperationFailed,
+                                "the datastore " + options_.file.string() + " cannot be loaded (" +
+                                    toString(ds) + "): " + e.what() +
+                                    (backup.empty() ? " (no backup found beside it)"
+                                                    : " (newest backup: " + backup + ")"));
+                }
+                if (raw.get() && lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, nullptr) != LY_SUCCESS) {
+                    throw Error(ErrorTag::OperationFailed,
+                                "the " + std::string(toString(ds)) + " data in " + options_.file.string() +
+                                    " does not validate against the loaded YANG modules: " + lastError(ctx_) +
+                                    " (" + lastErrorPath(ctx_) +
+                                    "); start with the modules it was written with");
+                }
+            }
+            trees_[index(ds)] = std::move(forest);
+        }
+    }
+
+    static std::size_t index(Datastore ds) { return static_cast<std::size_t>(ds); }
+
+    /// The tree a datastore shows (candidate tracks running until it is edited).
+    const lyd_node* view(Datastore ds) const {
+        if (ds == Datastore::Candidate && !candidateOwn_) {
+            return trees_[index(Datastore::Running)].get();
+        }
+        return trees_[index(ds)].get();
+    }
+
+    void read(Datastore ds, const std::function<void(const lyd_node*)>& fn) const {
+        std::shared_lock lock(mutex_);
+        fn(view(ds));
+    }
+
+    Tree snapshot(Datastore ds) const {
+        std::shared_lock lock(mutex_);
+        return dupForest(view(ds));
+    }
+
+    void ensureCandidateOwn() {
+        if (!candidateOwn_) {
+            trees_[index(Datastore::Candidate)] = dupForest(trees_[index(Datastore::Running)].get());
+            candidateOwn_ = true;
+        }
+    }
+
+    /// Reverts what a (possibly failed) validation did, then the edit itself.
+    static void rollback(Tree& tree, lyd_node* validationDiff, detail::UndoLog& undo) {
+        RawTree raw(tree);
+        if (validationDiff) {
+            lyd_node* reversed = nullptr;
+            if (lyd_diff_reverse_all(validationDiff, &reversed) == LY_SUCCESS) {
+                Tree owned{reversed};
+                if (lyd_diff_apply_all(raw.ptr(), reversed) != LY_SUCCESS) {
+                    NCS_LOG(warning) << "datastore: reverting validation changes failed: "
+                                     << lastError(LYD_CTX(validationDiff));
+                }
+            }
+        }
+        undo.undo(raw.ptr());
+    }
+
+    WriteTiming edit(Datastore ds, const lyd_node* editTree, const EditOptions& options) {
+        WriteTiming timing;
+        std::future<void> durable;
+        std::optional<Error> stopError;
+        {
+            std::unique_lock lock(mutex_);
+            const bool hadOwnCandidate = candidateOwn_;
+            if (ds == Datastore::Candidate) {
+                ensureCandidateOwn();
+            }
+            Tree& tree = trees_[index(ds)];
+            Collector collector;
+            detail::UndoLog undo;
+            auto t0 = Clock::now();
+            try {
+                RawTree raw(tree);
+                detail::applyEdit(raw.ptr(), editTree, options.defaultOperation, undo, collector);
+            } catch (const Error& e) {
+                if (options.errorOption == ErrorOption::StopOnError &&
+                    options.testOption != TestOption::TestOnly && !undo.empty()) {
+                    stopError = e;
+                } else {
+                    rollback(tree, nullptr, undo);
+                    restoreCandidate(hadOwnCandidate);
+                    ++failed_;
+                    throw;
+                }
+            }
+            timing.applyUs = usSince(t0);
+
+            t0 = Clock::now();
+            if (options.testOption != TestOption::Set) {
+                lyd_node* diff = nullptr;
+                LY_ERR rc;
+                {
+                    RawTree raw(tree);
+                    rc = raw.get() ? lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, &diff) : LY_SUCCESS;
+                }
+                Tree diffOwner{diff};
+                if (rc != LY_SUCCESS) {
+                    Error err = validationError(ctx_, "");
+                    rollback(tree, diff, undo);
+                    restoreCandidate(hadOwnCandidate);
+                    ++failed_;
+                    throw err;
+                }
+                if (options.testOption == TestOption::TestOnly) {
+                    rollback(tree, diff, undo);
+                    restoreCandidate(hadOwnCandidate);
+                    timing.validateUs = usSince(t0);
+                    return timing;
+                }
+                collector.addValidationDiff(diff, tree.get());
+            } else {
+                // test-option "set": no validation; defaults still belong in the tree.
+                RawTree raw(tree);
+                if (raw.get()) {
+                    lyd_new_implicit_all(raw.ptr(), ctx_, LYD_IMPLICIT_NO_STATE, nullptr);
+                }
+            }
+            timing.validateUs = usSince(t0);
+
+            if (ds == Datastore::Candidate) {
+                candidateModified_ = candidateModified_ || !collector.empty();
+            } else if (!collector.empty()) {
+                t0 = Clock::now();
+                ChangeSet cs = collector.build(ds, tree.get());
+                timing.changedRecords = cs.ops.size();
+                timing.serializeUs = usSince(t0);
+                durable = writer_->submit(std::move(cs));
+            }
+        }
+        if (durable.valid()) {
+            auto t0 = Clock::now();
+            durable.get();
+            timing.commitWaitUs = usSince(t0);
+        }
+        if (stopError) {
+            throw *stopError;
+        }
+        return timing;
+    }
+
+    void restoreCandidate(bool hadOwnCandidate) {
+        if (!hadOwnCandidate && candidateOwn_) {
+            trees_[index(Datastore::Candidate)].reset();
+            candidateOwn_ = false;
+        }
+    }
+
+    void validateTree(Tree& tree) const {
+        RawTree raw(tree);
+        if (raw.get() && lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, nullptr) != LY_SUCCESS) {
+            throw validationError(ctx_, "");
+        }
+    }
+
+    /// Replaces a whole datastore with `content` (validated here). Caller holds no lock.
+    WriteTiming replace(Datastore ds, Tree content, bool resetCandidate = false) {
+        WriteTiming timing;
+        auto t0 = Clock::now();
+        validateTree(content);
+        timing.validateUs = usSince(t0);
+        std::future<void> durable;
+        {
+            std::unique_lock lock(mutex_);
+            if (ds == Datastore::Candidate) {
+                trees_[index(ds)] = std::move(content);
+                candidateOwn_ = true;
+                candidateModified_ = true;
+                return timing;
+            }
+            t0 = Clock::now();
+            ChangeSet cs = fullChangeSet(ds, content.get());
+            timing.changedRecords = cs.ops.size();
+            timing.serializeUs = usSince(t0);
+            trees_[index(ds)] = std::move(content);
+            if (resetCandidate) {
+                trees_[index(Datastore::Candidate)].reset();
+                candidateOwn_ = false;
+                candidateModified_ = false;
+            }
+            durable = writer_->submit(std::move(cs));
+        }
+        t0 = Clock::now();
+        durable.get();
+        timing.commitWaitUs = usSince(t0);
+        return timing;
+    }
+
+    WriteTiming commit() {
+        Tree content;
+        {
+            std::shared_lock lock(mutex_);
+            if (!candidateOwn_) {
+                return {}; // candidate tracks running: nothing to commit
+            }
+            content = dupForest(trees_[index(Datastore::Candidate)].get());
+        }
+        return replace(Datastore::Running, std::move(content), true);
+    }
+
+    void discardChanges() {
+        std::unique_lock lock(mutex_);
+        trees_[index(Datastore::Candidate)].reset();
+        candidateOwn_ = false;
+        candidateModified_ = false;
+    }
+
+    bool candidateModified() const {
+        std::shared_lock lock(mutex_);
+        return candidateModified_;
+    }
+
+    Stats stats() const {
+        Stats s = writer_->stats();
+        s.failedWrites += failed_.load();
+        return s;
+    }
+
+    const ly_ctx* ctx_;
+    StoreOptions options_;
+    mutable std::shared_mutex mutex_;
+    Tree trees_[3];
+    bool candidateOwn_ = false;
+    bool candidateModified_ = false;
+    std::atomic<std::uint64_t> failed_{0};
+    std::unique_ptr<detail::Writer> writer_; // last: stopped (drained) first
+};
+
+std::unique_ptr<Store> Store::open(const ly_ctx* ctx, const StoreOptions& options) {
+    return std::unique_ptr<Store>(new Store(std::make_unique<StoreImpl>(ctx, options)));
+}
+
+Store::Store(std::unique_ptr<StoreImpl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+void Store::read(Datastore ds, const std::function<void(const lyd_node*)>& fn) const {
+    impl_->read(ds, fn);
+}
+Tree Store::snapshot(Datastore ds) const {
+    return impl_->snapshot(ds);
+}
+
+WriteTiming Store::edit(Datastore ds, const lyd_node* edit, const EditOptions& options) {
+    return impl_->edit(ds, edit, options);
+}
+
+WriteTiming Store::replace(Datastore ds, const lyd_node* config) {
+    return impl_->replace(ds, dupForest(config), ds == Datastore::Running && false);
+}
+
+WriteTiming Store::copy(Datastore from, Datastore to) {
+    if (from == to) {
+        return {};
+    }
+    return impl_->replace(to, impl_->snapshot(from));
+}
+
+WriteTiming Store::clear(Datastore ds) {
+    return impl_->replace(ds, Tree{});
+}
+
+void Store::validate(Datastore ds) const {
+    Tree copy = impl_->snapshot(ds);
+    impl_->validateTree(copy);
+}
+
+void Store::validate(const lyd_node* config) const {
+    Tree copy = dupForest(config);
+    impl_->validateTree(copy);
+}
+
+WriteTiming Store::commit() {
+    return impl_->commit();
+}
+void Store::discardChanges() {
+    impl_->discardChanges();
+}
+bool Store::candidateModified() const {
+    return impl_->candidateModified();
+}
+
+void Store::backup(const std::filesystem::path& dest) const {
+    detail::backupFile(impl_->options_.file, dest);
+}
+
+std::string Store::integrityCheck() const {
+    std::string result = detail::integrityCheckFile(impl_->options_.file);
+    return result;
+}
+
+Stats Store::stats() const {
+    return impl_->stats();
+}
+const ly_ctx* Store::context() const {
+    return impl_->ctx_;
+}
+
+} // namespace ncstore::ds
