@@ -115,7 +115,7 @@ def unwrap(payload, strip_ops=False, name="payload"):
     root = ET.fromstring(payload)
     check(root.tag == "{%s}config" % NC, "payload root is %s, not nc:config" % root.tag)
     check(len(root) == 1, "one top-level element expected")
-    text = payload.strip()
+    text = re.sub(r"<!--.*?-->", "", payload, flags=re.S).strip()
     body = text[text.index(">") + 1:text.rindex("</config>")].strip()
     if strip_ops:
         body = re.sub(r' nc:operation="[a-z]+"', "", body)
@@ -342,6 +342,42 @@ def t_roadm_edits(version):
     check(k7 == one[6], "--index 7 is the 7th per-entry payload")
 
 
+def t_examples():
+    """The example files a user sends: edits parse as edit-config content, the created device
+    is valid configuration, the deliberately broken edit is refused (leafref), filters are
+    subtree filters on the module."""
+    d = os.path.join(A.repo, "yang", "openroadm", "examples")
+    netconf = os.path.join(A.shared, "yang", "ietf", "ietf-netconf@2011-06-01.yang")
+    base = ["-p", os.path.join(A.shared, "yang", "ietf")] + inv_module() + [netconf]
+    files = sorted(glob.glob(os.path.join(d, "*.xml")))
+    readme = open(os.path.join(A.repo, "yang", "openroadm", "README.md"), encoding="utf-8").read()
+    check(len(files) >= 5, "examples missing")
+    for f in files:
+        name = os.path.basename(f)
+        check(name in readme, "%s is not described in yang/openroadm/README.md" % name)
+        text = open(f, encoding="utf-8").read()
+        root = ET.fromstring(text)
+        if root.tag == "{%s}filter" % NC:
+            check(root.get("type") == "subtree", name + ": subtree filter")
+            check(root[0].tag == "{%s}openroadm-devices" % INV, name + ": filter on the module")
+            continue
+        for x in unwrap(text, name=name):
+            yanglint(["-t", "edit"] + base + [x])
+    create = open(os.path.join(d, "device-create.xml"), encoding="utf-8").read()
+    yanglint(["-t", "config"] + inv_module() + unwrap(create, True, "create"))
+    # the broken edit applied to the created device: refused because of the leafref
+    bad = unwrap(open(os.path.join(d, "degree-bad-port.xml"), encoding="utf-8").read(), True, "b")
+    good = open(unwrap(create, True, "c2")[0], encoding="utf-8").read()
+    badt = open(bad[0], encoding="utf-8").read()
+    inner = badt[badt.index("<degree>"):badt.rindex("</org-openroadm-device>")]
+    merged = good.replace("</org-openroadm-device>", inner + "</org-openroadm-device>")
+    r = yanglint(["-t", "config"] + inv_module() + [write("bad-merged.xml", merged)],
+                 expect_ok=False)
+    check(r.returncode != 0 and "leafref" in r.stderr, "broken example accepted: " + r.stderr)
+    fixed = merged.replace("<port-name>L9</port-name>", "<port-name>L1</port-name>")
+    yanglint(["-t", "config"] + inv_module() + [write("fixed.xml", fixed)])
+
+
 CHECKS = {
     "module": t_module,
     "inventory-xml": lambda: t_inventory("xml"),
@@ -349,6 +385,7 @@ CHECKS = {
     "inventory-counts": t_inventory_counts,
     "inventory-edits": t_inventory_edits,
     "interfaces": t_interfaces,
+    "examples": t_examples,
     "roadm-2.2.1": lambda: t_roadm("2.2.1"),
     "roadm-18.0.0": lambda: t_roadm("18.0.0"),
     "roadm-edits-2.2.1": lambda: t_roadm_edits("2.2.1"),
