@@ -245,45 +245,146 @@ NC_WD_MODE parseWithDefaults(const std::string& name) {
     throw std::invalid_argument("unknown with-defaults mode '" + name + "'");
 }
 
-std::string stripConfigWrapper(const std::string& xml) {
-    const auto start = xml.find_first_not_of(" \t\r\n");
+namespace {
+
+/// End of the start tag that begins at `pos` ('<'), skipping quoted attribute values.
+size_t startTagEnd(const std::string& xml, size_t pos) {
+    char quote = 0;
+    for (size_t i = pos + 1; i < xml.size(); ++i) {
+        const char c = xml[i];
+        if (quote) {
+            if (c == quote) {
+                quote = 0;
+            }
+        } else if (c == '"' || c == '\'') {
+            quote = c;
+        } else if (c == '>') {
+            return i;
+        }
+    }
+    throw std::invalid_argument("unterminated start tag in the payload");
+}
+
+/// The prefixed namespace declarations (` xmlns:p="uri"`) of the start tag xml[begin, end).
+std::vector<std::pair<std::string, std::string>> prefixDeclarations(const std::string& xml, size_t begin,
+                                                                    size_t end) {
+    std::vector<std::pair<std::string, std::string>> decls;
+    for (size_t at = xml.find("xmlns:", begin); at != std::string::npos && at < end;
+         at = xml.find("xmlns:", at + 6)) {
+        const auto eq = xml.find('=', at);
+        if (eq == std::string::npos || eq >= end) {
+            break;
+        }
+        const auto q = xml.find_first_of("\"'", eq);
+        const auto qEnd = q == std::string::npos ? q : xml.find(xml[q], q + 1);
+        if (qEnd == std::string::npos || qEnd >= end) {
+            break;
+        }
+        decls.emplace_back(xml.substr(at + 6, eq - at - 6), xml.substr(at, qEnd + 1 - at));
+    }
+    return decls;
+}
+
+/// Copies `inner` and adds the declarations to each of its top-level start tags that lacks them,
+/// so the prefixes the removed wrapper declared (e.g. nc: of nc:operation) stay bound.
+std::string withDeclarations(const std::string& inner,
+                             const std::vector<std::pair<std::string, std::string>>& decls) {
+    if (decls.empty()) {
+        return inner;
+    }
+    std::string out;
+    out.reserve(inner.size() + 64);
+    int depth = 0;
+    size_t i = 0;
+    while (i < inner.size()) {
+        const auto lt = inner.find('<', i);
+        if (lt == std::string::npos) {
+            out.append(inner, i, std::string::npos);
+            break;
+        }
+        out.append(inner, i, lt - i);
+        if (inner.compare(lt, 4, "<!--") == 0 || inner.compare(lt, 9, "<![CDATA[") == 0 ||
+            inner.compare(lt, 2, "<?") == 0) {
+            const char* terminator =
+                inner.compare(lt, 4, "<!--") == 0 ? "-->" : (inner[lt + 1] == '?' ? "?>" : "]]>");
+            const auto close = inner.find(terminator, lt);
+            if (close == std::string::npos) {
+                throw std::invalid_argument(
+                    "unterminated comment, CDATA or processing instruction in the payload");
+            }
+            const auto stop = close + std::strlen(terminator);
+            out.append(inner, lt, stop - lt);
+            i = stop;
+            continue;
+        }
+        const auto gt = startTagEnd(inner, lt);
+        if (inner[lt + 1] == '/') {
+            --depth;
+            out.append(inner, lt, gt + 1 - lt);
+        } else {
+            const bool selfClosing = inner[gt - 1] == '/';
+            if (depth == 0) {
+                const auto nameEnd = inner.find_first_of(" \t\r\n/>", lt + 1);
+                out.append(inner, lt, nameEnd - lt);
+                const std::string tag = inner.substr(lt, gt - lt);
+                for (const auto& [prefix, decl] : decls) {
+                    if (tag.find("xmlns:" + prefix + "=") == std::string::npos) {
+                        out += ' ';
+                        out += decl;
+                    }
+                }
+                out.append(inner, nameEnd, gt + 1 - nameEnd);
+            } else {
+                out.append(inner, lt, gt + 1 - lt);
+            }
+            if (!selfClosing) {
+                ++depth;
+            }
+        }
+        i = gt + 1;
+    }
+    return out;
+}
+
+} // namespace
+
+std::string stripWrapper(const std::string& xml, const std::string& element) {
+    auto start = xml.find_first_not_of(" \t\r\n");
     if (start == std::string::npos || xml[start] != '<') {
         return xml;
     }
-    auto skipDecl = start;
     if (xml.compare(start, 5, "<?xml") == 0) {
         const auto end = xml.find("?>", start);
-        if (end == std::string::npos) {
-            return xml;
-        }
-        skipDecl = xml.find_first_not_of(" \t\r\n", end + 2);
-        if (skipDecl == std::string::npos) {
+        start = end == std::string::npos ? end : xml.find_first_not_of(" \t\r\n", end + 2);
+        if (start == std::string::npos) {
             return xml;
         }
     }
-    const auto nameEnd = xml.find_first_of(" \t\r\n/>", skipDecl + 1);
+    const auto nameEnd = xml.find_first_of(" \t\r\n/>", start + 1);
     if (nameEnd == std::string::npos) {
-        return xml;
+        return xml.substr(start);
     }
-    std::string name = xml.substr(skipDecl + 1, nameEnd - skipDecl - 1);
+    const std::string name = xml.substr(start + 1, nameEnd - start - 1);
     const auto colon = name.find(':');
-    const std::string local = colon == std::string::npos ? name : name.substr(colon + 1);
-    if (local != "config") {
-        return xml;
+    if ((colon == std::string::npos ? name : name.substr(colon + 1)) != element) {
+        return xml.substr(start); // libnetconf2 wants the content to begin with '<'
     }
-    const auto openEnd = xml.find('>', nameEnd);
-    if (openEnd == std::string::npos) {
-        throw std::invalid_argument("unterminated <" + name + "> in the payload");
-    }
+    const auto openEnd = startTagEnd(xml, start);
     if (xml[openEnd - 1] == '/') {
-        return ""; // <config/>
+        return ""; // <config/>, <filter/>
     }
-    const std::string closing = "</" + name;
-    const auto close = xml.rfind(closing);
+    const auto close = xml.rfind("</" + name);
     if (close == std::string::npos || close < openEnd) {
         throw std::invalid_argument("no closing </" + name + "> in the payload");
     }
-    return xml.substr(openEnd + 1, close - openEnd - 1);
+    std::string inner = xml.substr(openEnd + 1, close - openEnd - 1);
+    const auto first = inner.find_first_not_of(" \t\r\n");
+    inner = first == std::string::npos ? std::string() : inner.substr(first);
+    return withDeclarations(inner, prefixDeclarations(xml, start, openEnd));
+}
+
+std::string stripConfigWrapper(const std::string& xml) {
+    return stripWrapper(xml, "config");
 }
 
 } // namespace ncstore::client

@@ -103,8 +103,12 @@ NC_DATASTORE parseDatastore(const std::string& name);
 /// "report-all" | "report-all-tagged" | "trim" | "explicit" | "" → NC_WD_MODE.
 NC_WD_MODE parseWithDefaults(const std::string& name);
 
-/// Strips an enclosing <config> element (any prefix) from an edit payload, if there is one:
-/// libnetconf2 wraps the content in its own <config>.
+/// Strips an enclosing `element` (<config>, <filter>; any prefix) from a payload if there is one,
+/// since libnetconf2 wraps the content in its own. Prefixed namespace declarations of the removed
+/// element (xmlns:nc of nc:operation) are copied onto each top-level element of the content.
+/// Leading whitespace and an XML declaration are dropped (libnetconf2 wants content to start with '<').
+std::string stripWrapper(const std::string& xml, const std::string& element);
+/// stripWrapper(xml, "config").
 std::string stripConfigWrapper(const std::string& xml);
 
 } // namespace ncstore::client

@@ -160,7 +160,8 @@ NC_RPC_EDIT_ERROPT parseErrorOption(const std::string& s) {
 Rpc buildRpc(const Request& req, const std::string& payload) {
     const auto dup = NC_PARAMTYPE_DUP_AND_FREE;
     const NC_WD_MODE wd = parseWithDefaults(req.withDefaults);
-    const char* filter = payload.empty() ? nullptr : payload.c_str();
+    const std::string filterText = req.filterIsXpath ? payload : stripWrapper(payload, "filter");
+    const char* filter = filterText.empty() ? nullptr : filterText.c_str();
     const std::string& c = req.command;
     if (c == "get") {
         return checkedRpc(nc_rpc_get(filter, wd, dup), "get");
