@@ -7,7 +7,7 @@
 // With --repeat/--sessions it prints throughput and latency statistics instead of replies. The
 // payload may hold placeholders replaced before the clock starts, so every request can differ:
 //   @S@ session index, @N@ request index in its session, @I@ unique index (--index-offset +
-//   session * repeat + request), @R@ a random integer in [0, --random-range).
+//   session * repeat + request), @R@ a random integer in [1, --random-range].
 #include "NcClient.hpp"
 
 #include <CLI/CLI.hpp>
@@ -89,7 +89,7 @@ public:
                     } else if (c == 'I') {
                         value = offset_ + session * repeat_ + n;
                     } else {
-                        value = std::uniform_int_distribution<long>(0, std::max(1L, randomRange_) - 1)(rng_);
+                        value = std::uniform_int_distribution<long>(1, std::max(1L, randomRange_))(rng_);
                     }
                     out += std::to_string(value);
                     i += 2;
@@ -414,7 +414,7 @@ int main(int argc, char** argv) {
                    "parallel sessions, one thread each (statistics mode when > 1)")
         ->check(CLI::Range(1L, 1000L));
     app.add_option("--index-offset", opts.indexOffset, "first value of @I@ in payloads");
-    app.add_option("--random-range", opts.randomRange, "@R@ in payloads is uniform in [0, range)");
+    app.add_option("--random-range", opts.randomRange, "@R@ in payloads is uniform in [1, range]");
     app.add_flag("--json", opts.json, "print one JSON line of figures");
     app.add_flag("--quiet,-q", opts.quiet, "do not print successful replies");
     bool verbose = false;
