@@ -22,6 +22,7 @@
 
 #include "ncstore/yang.hpp"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -63,8 +64,11 @@ Tree subtree(const lyd_node* data, const lyd_node* filter);
 /// LYD_PARSE_ONLY | LYD_PARSE_OPAQ in the context of `filterNode`), evaluated as subtree().
 Tree subtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode);
 
-/// Parses `xml` (the content of a <filter>, several top-level elements allowed) the way
-/// libyang parses an anyxml value, and evaluates it as subtree(). For tests and tools.
+/// Parses `xml` (the content of a <filter>, several top-level elements allowed) and evaluates
+/// it as subtree(). When `ctx` implements ietf-netconf, the text is parsed exactly as the
+/// server receives it (inside a get-config RPC: elements without xmlns are in the NETCONF base
+/// namespace); otherwise as data with LYD_PARSE_ONLY | LYD_PARSE_OPAQ, which rejects some
+/// filters (list entries without keys). For tests and tools.
 Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xml);
 
 /// XPath filter (RFC 6241 §8.9, `<filter type="xpath" select="...">`) on the forest `data`.
@@ -87,8 +91,9 @@ Tree xpath(const lyd_node* data, const std::string& expr);
 /// (Without a filter element the caller returns all data; this is not called.)
 Tree apply(const lyd_node* data, const lyd_node* filterNode);
 
-/// The `select` expression of an ietf-netconf `filter` node with type="xpath", or "" when the
-/// node has type subtree (or none). Throws Error when type is xpath but select is missing.
-std::string xpathSelect(const lyd_node* filterNode);
+/// The `select` expression of an ietf-netconf `filter` node with type="xpath" (possibly ""),
+/// or nullopt when the node has type subtree or none. Throws Error when type is xpath but
+/// select is missing.
+std::optional<std::string> xpathSelect(const lyd_node* filterNode);
 
 } // namespace ncstore::filter

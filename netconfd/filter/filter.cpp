@@ -1,0 +1,637 @@
+#include "filter.hpp"
+
+#include "ncstore/log.hpp"
+
+#include <libyang/plugins_types.h>
+
+#include <cctype>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ncstore::filter {
+
+namespace {
+
+constexpr std::string_view kNetconfBaseNs = "urn:ietf:params:xml:ns:netconf:base:1.0";
+
+// ---------------------------------------------------------------------------------------------
+// Selection: which data nodes go to the output. Evaluation first marks nodes here (so that
+// several filter branches reaching one data node merge), then build() duplicates them once.
+
+struct Sel {
+    bool whole = false; ///< the data node with its whole subtree
+    std::vector<const lyd_node*> order;
+    std::unordered_map<const lyd_node*, std::unique_ptr<Sel>> kids;
+
+    /// The selection of child `d`, created when missing; `created` tells which.
+    Sel& child(const lyd_node* d, bool* created = nullptr) {
+        auto [it, inserted] = kids.try_emplace(d);
+        if (inserted) {
+            it->second = std::make_unique<Sel>();
+            order.push_back(d);
+        }
+        if (created) {
+            *created = inserted;
+        }
+        return *it->second;
+    }
+    void selectWhole(const lyd_node* d) {
+        if (whole) {
+            return;
+        }
+        Sel& c = child(d);
+        c.whole = true;
+        c.kids.clear();
+        c.order.clear();
+    }
+    /// Undoes child(d) for the child created last.
+    void dropLast(const lyd_node* d) {
+        kids.erase(d);
+        if (!order.empty() && order.back() == d) {
+            order.pop_back();
+        }
+    }
+};
+
+lyd_node* dupInto(const lyd_node* d, lyd_node* parentCopy, uint32_t options) {
+    lyd_node* copy = nullptr;
+    if (lyd_dup_single(d, reinterpret_cast<lyd_node_inner*>(parentCopy), options | LYD_DUP_WITH_FLAGS,
+                       &copy) != LY_SUCCESS) {
+        throw Error("duplicating " + pathOf(d) + " for filter output failed: " + lastError(LYD_CTX(d)));
+    }
+    return copy;
+}
+
+/// Children of a Sel in data order. Instances of an ordered-by-user list must keep their order
+/// and users expect the datastore's order for the others too; one walk over the siblings.
+std::vector<const lyd_node*> inDataOrder(const Sel& sel, const lyd_node* firstSibling) {
+    if (sel.order.size() < 2) {
+        return sel.order;
+    }
+    std::vector<const lyd_node*> out;
+    out.reserve(sel.order.size());
+    for (const lyd_node* it = firstSibling; it && out.size() < sel.order.size(); it = it->next) {
+        if (sel.kids.count(it)) {
+            out.push_back(it);
+        }
+    }
+    return out;
+}
+
+void build(const Sel& sel, const lyd_node* dataParent, const lyd_node* dataFirst, lyd_node* parentCopy,
+           lyd_node** resultFirst) {
+    const bool parentIsList = dataParent && dataParent->schema && dataParent->schema->nodetype == LYS_LIST;
+    for (const lyd_node* d : inDataOrder(sel, dataFirst)) {
+        // lyd_dup_single always copies a list entry's keys along with the entry.
+        if (parentIsList && lysc_is_key(d->schema)) {
+            continue;
+        }
+        const Sel& s = *sel.kids.at(d);
+        lyd_node* copy = dupInto(d, parentCopy, s.whole ? LYD_DUP_RECURSIVE : 0);
+        if (!parentCopy) {
+            if (lyd_insert_sibling(*resultFirst, copy, resultFirst) != LY_SUCCESS) {
+                lyd_free_tree(copy);
+                throw Error("assembling filter output failed: " + lastError(LYD_CTX(d)));
+            }
+        }
+        if (!s.whole) {
+            build(s, d, lyd_child(d), copy, resultFirst);
+        }
+    }
+}
+
+Tree buildTree(const Sel& root, const lyd_node* dataFirst) {
+    lyd_node* first = nullptr;
+    try {
+        build(root, nullptr, dataFirst, nullptr, &first);
+    } catch (...) {
+        lyd_free_all(first);
+        throw;
+    }
+    return Tree{first};
+}
+
+const lyd_node* firstOf(const lyd_node* node) {
+    return node ? lyd_first_sibling(node) : nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The filter, read once from libyang's mix of schema and opaque nodes.
+
+enum class Kind { Containment, Selection, ContentMatch };
+
+struct FNode {
+    const lyd_node* node = nullptr;
+    std::string ns; ///< "" matches any namespace
+    std::string name;
+    std::string value;
+    Kind kind = Kind::Selection;
+    std::vector<FNode> cms, sels, conts; ///< children by kind
+};
+
+bool blank(const char* s) {
+    for (; s && *s; ++s) {
+        if (!std::strchr(" \t\r\n", *s)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+FNode readFilter(const lyd_node* n) {
+    FNode f;
+    f.node = n;
+    const char* value = nullptr;
+    if (n->schema) {
+        f.ns = n->schema->module->ns;
+        f.name = n->schema->name;
+        if (n->schema->nodetype & LYD_NODE_TERM) {
+            value = lyd_get_value(n);
+        }
+    } else {
+        const auto* o = reinterpret_cast<const lyd_node_opaq*>(n);
+        f.ns = o->format == LY_VALUE_XML && o->name.module_ns ? o->name.module_ns : "";
+        f.name = o->name.name;
+        value = o->value;
+    }
+    if (f.ns == kNetconfBaseNs) {
+        f.ns.clear();
+    }
+    for (const lyd_node* c = lyd_child(n); c; c = c->next) {
+        // A node libyang made up (a default) was not written by the client.
+        if (c->schema && (c->schema->nodetype & LYD_NODE_TERM) && (c->flags & LYD_DEFAULT)) {
+            continue;
+        }
+        FNode child = readFilter(c);
+        switch (child.kind) {
+        case Kind::ContentMatch:
+            f.cms.push_back(std::move(child));
+            break;
+        case Kind::Selection:
+            f.sels.push_back(std::move(child));
+            break;
+        case Kind::Containment:
+            f.conts.push_back(std::move(child));
+            break;
+        }
+    }
+    if (!f.cms.empty() || !f.sels.empty() || !f.conts.empty()) {
+        f.kind = Kind::Containment;
+    } else if (!blank(value)) {
+        f.kind = Kind::ContentMatch;
+        f.value = value;
+    } else {
+        f.kind = Kind::Selection;
+    }
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class SubtreeEvaluator {
+public:
+    explicit SubtreeEvaluator(const ly_ctx* ctx) : ctx_(ctx) {}
+
+    /// Filter element `f` against the children of `dataParent` (nullptr: the top-level forest
+    /// starting at `topFirst`); selected nodes go into `parentSel`. Returns whether any did.
+    bool level(const lyd_node* dataParent, const lyd_node* topFirst, const FNode& f, Sel& parentSel) {
+        const lyd_node* first = dataParent ? lyd_child(dataParent) : topFirst;
+        if (!first) {
+            return false;
+        }
+        bool any = false;
+        for (const lysc_node* sn : schemasFor(dataParent, f)) {
+            switch (f.kind) {
+            case Kind::Selection:
+                forInstances(first, sn, [&](const lyd_node* d) {
+                    parentSel.selectWhole(d);
+                    any = true;
+                });
+                break;
+            case Kind::ContentMatch:
+                if (const lyd_node* d = findTerm(first, sn, f)) {
+                    parentSel.selectWhole(d);
+                    any = true;
+                }
+                break;
+            case Kind::Containment:
+                if (sn->nodetype & LYD_NODE_TERM) {
+                    break; // element with children cannot match a leaf
+                }
+                if (sn->nodetype & LYD_NODE_ANY) {
+                    forInstances(first, sn, [&](const lyd_node* d) {
+                        parentSel.selectWhole(d);
+                        any = true;
+                    });
+                    break;
+                }
+                if (auto pred = keyPredicate(sn, f)) {
+                    lyd_node* d = nullptr;
+                    if (lyd_find_sibling_val(first, sn, pred->c_str(), pred->size(), &d) == LY_SUCCESS) {
+                        any |= containment(d, f, parentSel);
+                    }
+                    break;
+                }
+                forInstances(first, sn, [&](const lyd_node* d) { any |= containment(d, f, parentSel); });
+                break;
+            }
+        }
+        return any;
+    }
+
+private:
+    /// Containment node `f` matched by name against data node `d`.
+    bool containment(const lyd_node* d, const FNode& f, Sel& parentSel) {
+        std::vector<const lyd_node*> matched;
+        matched.reserve(f.cms.size());
+        for (const FNode& cm : f.cms) {
+            const lyd_node* m = nullptr;
+            for (const lysc_node* sn : schemasFor(d, cm)) {
+                if ((m = findTerm(lyd_child(d), sn, cm))) {
+                    break;
+                }
+            }
+            if (!m) {
+                return false;
+            }
+            matched.push_back(m);
+        }
+        if (f.sels.empty() && f.conts.empty()) {
+            parentSel.selectWhole(d);
+            return true;
+        }
+        if (parentSel.whole) {
+            return true;
+        }
+        bool created = false;
+        Sel& me = parentSel.child(d, &created);
+        if (me.whole) {
+            return true;
+        }
+        for (const lyd_node* m : matched) {
+            me.selectWhole(m);
+        }
+        bool any = !f.cms.empty();
+        for (const FNode& s : f.sels) {
+            any |= level(d, nullptr, s, me);
+        }
+        for (const FNode& c : f.conts) {
+            any |= level(d, nullptr, c, me);
+        }
+        if (!any && created) {
+            parentSel.dropLast(d);
+        }
+        return any;
+    }
+
+    /// Schema nodes that filter element `f` names among the possible children of `dataParent`.
+    std::vector<const lysc_node*> schemasFor(const lyd_node* dataParent, const FNode& f) const {
+        std::vector<const lysc_node*> out;
+        const lysc_node* parentSchema = dataParent ? dataParent->schema : nullptr;
+        if (dataParent && !parentSchema) {
+            return out; // opaque data: nothing we can name
+        }
+        if (!f.ns.empty()) {
+            const lys_module* mod = ly_ctx_get_module_implemented_ns(ctx_, f.ns.c_str());
+            if (!mod) {
+                return out;
+            }
+            if (const lysc_node* sn =
+                    lys_find_child(parentSchema, mod, f.name.c_str(), f.name.size(), 0, 0)) {
+                out.push_back(sn);
+            }
+            return out;
+        }
+        if (parentSchema) {
+            for (const lysc_node* sn = nullptr; (sn = lys_getnext(sn, parentSchema, nullptr, 0));) {
+                if (f.name == sn->name) {
+                    out.push_back(sn);
+                }
+            }
+            return out;
+        }
+        uint32_t idx = 0;
+        for (const lys_module* mod; (mod = ly_ctx_get_module_iter(ctx_, &idx));) {
+            if (!mod->implemented || !mod->compiled) {
+                continue;
+            }
+            if (const lysc_node* sn = lys_find_child(nullptr, mod, f.name.c_str(), f.name.size(), 0, 0)) {
+                out.push_back(sn);
+            }
+        }
+        return out;
+    }
+
+    template <typename Fn> static void forInstances(const lyd_node* first, const lysc_node* sn, Fn&& fn) {
+        lyd_node* d = nullptr;
+        if (lyd_find_sibling_val(first, sn, nullptr, 0, &d) != LY_SUCCESS) {
+            return;
+        }
+        // libyang keeps the instances of one schema node adjacent.
+        for (; d && d->schema == sn; d = d->next) {
+            fn(d);
+        }
+    }
+
+    /// The canonical form of content-match value `f` as a value of leaf/leaf-list `sn`, or
+    /// nullopt when it is not a valid value of that type (then nothing can match it).
+    std::optional<std::string> canonical(const lysc_node* sn, const FNode& f) const {
+        if (f.node->schema) {
+            return f.value; // libyang already stored it as a value of this very node
+        }
+        const lysc_type* type = sn->nodetype == LYS_LEAF
+                                    ? reinterpret_cast<const lysc_node_leaf*>(sn)->type
+                                    : reinterpret_cast<const lysc_node_leaflist*>(sn)->type;
+        const auto* o = reinterpret_cast<const lyd_node_opaq*>(f.node);
+        lyd_value storage{};
+        ly_err_item* err = nullptr;
+        LY_ERR rc = type->plugin->store(ctx_, type, f.value.c_str(), f.value.size(), 0, o->format,
+                                        o->val_prefix_data, LYD_HINT_DATA, sn, &storage, nullptr, &err);
+        if (err) {
+            ly_err_free(err);
+        }
+        if (rc != LY_SUCCESS && rc != LY_EINCOMPLETE) {
+            return std::nullopt;
+        }
+        std::optional<std::string> out;
+        if (const char* c = lyd_value_get_canonical(ctx_, &storage)) {
+            out = c;
+        }
+        type->plugin->free(ctx_, &storage);
+        return out;
+    }
+
+    /// The leaf (or leaf-list entry) `sn` among `first`'s siblings whose value is `f`'s.
+    const lyd_node* findTerm(const lyd_node* first, const lysc_node* sn, const FNode& f) const {
+        if (!first || !(sn->nodetype & LYD_NODE_TERM)) {
+            return nullptr;
+        }
+        auto value = canonical(sn, f);
+        if (!value) {
+            return nullptr;
+        }
+        lyd_node* m = nullptr;
+        if (sn->nodetype == LYS_LEAFLIST) {
+            if (lyd_find_sibling_val(first, sn, value->c_str(), value->size(), &m) != LY_SUCCESS) {
+                return nullptr;
+            }
+            return m;
+        }
+        if (lyd_find_sibling_val(first, sn, nullptr, 0, &m) != LY_SUCCESS) {
+            return nullptr;
+        }
+        return *value == lyd_get_value(m) ? m : nullptr;
+    }
+
+    /// "[k1='v1'][k2='v2']" when `f` (a containment node for list `sn`) has a content match for
+    /// every key of the list, so the entry is found by hash instead of a scan.
+    std::optional<std::string> keyPredicate(const lysc_node* sn, const FNode& f) const {
+        if (sn->nodetype != LYS_LIST || (sn->flags & LYS_KEYLESS) || f.cms.empty()) {
+            return std::nullopt;
+        }
+        std::string pred;
+        for (const lysc_node* key = lysc_node_child(sn); key && lysc_is_key(key); key = key->next) {
+            const FNode* cm = nullptr;
+            for (const FNode& c : f.cms) {
+                if (c.name == key->name && (c.ns.empty() || c.ns == key->module->ns)) {
+                    cm = &c;
+                    break;
+                }
+            }
+            if (!cm) {
+                return std::nullopt;
+            }
+            auto value = canonical(key, *cm);
+            if (!value) {
+                return std::nullopt;
+            }
+            char quote = value->find('\'') == std::string::npos ? '\'' : '"';
+            if (quote == '"' && value->find('"') != std::string::npos) {
+                return std::nullopt;
+            }
+            pred += '[';
+            pred += key->name;
+            pred += '=';
+            pred += quote;
+            pred += *value;
+            pred += quote;
+            pred += ']';
+        }
+        return pred.empty() ? std::nullopt : std::optional<std::string>(std::move(pred));
+    }
+
+    const ly_ctx* ctx_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// XPath
+
+bool nameStart(char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool nameChar(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+}
+
+/// The module whose only top-level data node is called `name`, or nullptr when none or several.
+const lys_module* topLevelOwner(const ly_ctx* ctx, const std::string& name) {
+    const lys_module* found = nullptr;
+    uint32_t idx = 0;
+    for (const lys_module* mod; (mod = ly_ctx_get_module_iter(ctx, &idx));) {
+        if (!mod->implemented || !mod->compiled) {
+            continue;
+        }
+        if (lys_find_child(nullptr, mod, name.c_str(), name.size(), 0, 0)) {
+            if (found) {
+                return nullptr;
+            }
+            found = mod;
+        }
+    }
+    return found;
+}
+
+/// Adds the module name to the first step of absolute location paths that have no prefix
+/// ("/interfaces/..." -> "/ietf-interfaces:interfaces/..."), which libyang's JSON-prefixed
+/// XPath cannot resolve on its own.
+std::string qualifyTopLevel(const ly_ctx* ctx, const std::string& expr) {
+    std::string out;
+    out.reserve(expr.size() + 32);
+    char prevSignificant = 0; // last non-space character copied, outside literals
+    for (std::size_t i = 0; i < expr.size();) {
+        char c = expr[i];
+        if (c == '\'' || c == '"') {
+            std::size_t end = expr.find(c, i + 1);
+            end = end == std::string::npos ? expr.size() : end + 1;
+            out.append(expr, i, end - i);
+            i = end;
+            prevSignificant = c;
+            continue;
+        }
+        if (c == '/') {
+            bool absoluteStart = prevSignificant == 0 || std::strchr("|([,=<>!+", prevSignificant);
+            std::size_t j = i + 1;
+            if (j < expr.size() && expr[j] == '/') {
+                ++j;
+            }
+            out.append(expr, i, j - i);
+            i = j;
+            prevSignificant = '/';
+            if (absoluteStart && i < expr.size() && nameStart(expr[i])) {
+                std::size_t k = i;
+                while (k < expr.size() && nameChar(expr[k])) {
+                    ++k;
+                }
+                bool prefixed = k < expr.size() && expr[k] == ':';
+                bool function = k < expr.size() && expr[k] == '(';
+                if (!prefixed && !function) {
+                    std::string name = expr.substr(i, k - i);
+                    if (const lys_module* mod = topLevelOwner(ctx, name)) {
+                        out += mod->name;
+                        out += ':';
+                    }
+                }
+            }
+            continue;
+        }
+        out += c;
+        if (!std::isspace(static_cast<unsigned char>(c))) {
+            prevSignificant = c;
+        }
+        ++i;
+    }
+    return out;
+}
+
+} // namespace
+
+Tree subtree(const lyd_node* data, const lyd_node* filter) {
+    const lyd_node* dataFirst = firstOf(data);
+    if (!dataFirst || !filter) {
+        return {};
+    }
+    SubtreeEvaluator eval(LYD_CTX(dataFirst));
+    Sel root;
+    for (const lyd_node* f = firstOf(filter); f; f = f->next) {
+        FNode fn = readFilter(f);
+        eval.level(nullptr, dataFirst, fn, root);
+    }
+    return buildTree(root, dataFirst);
+}
+
+Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xml) {
+    if (blank(xml.c_str())) {
+        return {};
+    }
+    // Parsed as the server gets it, as the value of ietf-netconf's filter anyxml: libyang then
+    // keeps elements it cannot resolve (list entries without keys, ...) as opaque nodes, where
+    // a data parse would reject them.
+    if (ly_ctx_get_module_implemented(ctx, "ietf-netconf")) {
+        const std::string rpc = "<rpc xmlns=\"urn:ietf:params:xml:ns:netconf:base:1.0\" message-id=\"0\">"
+                                "<get-config><source><running/></source><filter type=\"subtree\">" +
+                                xml + "</filter></get-config></rpc>";
+        ly_in* in = nullptr;
+        if (ly_in_new_memory(rpc.c_str(), &in) != LY_SUCCESS) {
+            throw Error("subtree filter: out of memory");
+        }
+        lyd_node* env = nullptr;
+        lyd_node* op = nullptr;
+        LY_ERR rc = lyd_parse_op(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, &env, &op);
+        ly_in_free(in, 0);
+        Tree envOwner{env};
+        Tree opOwner{op};
+        if (rc != LY_SUCCESS) {
+            throw Error("subtree filter is not well-formed: " + lastError(ctx));
+        }
+        lyd_node* f = nullptr;
+        if (lyd_find_path(op, "filter", 0, &f) != LY_SUCCESS) {
+            throw Error("subtree filter: no filter after parsing");
+        }
+        return subtreeOfAnyxml(data, f);
+    }
+    lyd_node* parsed = nullptr;
+    LY_ERR rc = lyd_parse_data_mem(ctx, xml.c_str(), LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0, &parsed);
+    Tree filter{parsed};
+    if (rc != LY_SUCCESS) {
+        throw Error("subtree filter is not well-formed: " + lastError(ctx));
+    }
+    return subtree(data, filter.get());
+}
+
+Tree subtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode) {
+    if (!filterNode || !filterNode->schema || !(filterNode->schema->nodetype & LYD_NODE_ANY)) {
+        throw Error("subtree filter: expected the anyxml filter node");
+    }
+    const auto* any = reinterpret_cast<const lyd_node_any*>(filterNode);
+    switch (any->value_type) {
+    case LYD_ANYDATA_DATATREE:
+        return subtree(data, any->value.tree);
+    case LYD_ANYDATA_XML:
+    case LYD_ANYDATA_STRING:
+        return any->value.str ? subtreeOfXml(data, LYD_CTX(filterNode), any->value.str) : Tree{};
+    default:
+        throw Error("subtree filter: unsupported anyxml value type " + std::to_string(any->value_type));
+    }
+}
+
+std::optional<std::string> xpathSelect(const lyd_node* filterNode) {
+    if (!filterNode) {
+        return std::nullopt;
+    }
+    const lyd_meta* type = lyd_find_meta(filterNode->meta, nullptr, "ietf-netconf:type");
+    if (!type || std::strcmp(lyd_get_meta_value(type), "xpath") != 0) {
+        return std::nullopt;
+    }
+    const lyd_meta* select = lyd_find_meta(filterNode->meta, nullptr, "ietf-netconf:select");
+    if (!select) {
+        throw Error("filter of type xpath without a select attribute");
+    }
+    return lyd_get_meta_value(select);
+}
+
+Tree xpath(const lyd_node* data, const std::string& expr) {
+    const lyd_node* dataFirst = firstOf(data);
+    if (!dataFirst) {
+        return {};
+    }
+    const ly_ctx* ctx = LYD_CTX(dataFirst);
+    std::string qualified = qualifyTopLevel(ctx, expr);
+    ly_set* raw = nullptr;
+    LY_ERR rc = lyd_find_xpath3(nullptr, dataFirst, qualified.c_str(), nullptr, &raw);
+    Set set{raw};
+    if (rc != LY_SUCCESS) {
+        throw Error("invalid XPath filter \"" + expr + "\": " + lastError(ctx));
+    }
+    NCS_LOG(trace) << "xpath filter \"" << qualified << "\" selected " << set->count << " nodes";
+    Sel root;
+    std::vector<const lyd_node*> chain;
+    for (uint32_t i = 0; i < set->count; ++i) {
+        chain.clear();
+        for (const lyd_node* n = set->dnodes[i]; n; n = lyd_parent(n)) {
+            chain.push_back(n);
+        }
+        Sel* sel = &root;
+        for (auto it = chain.rbegin(); it != chain.rend() && !sel->whole; ++it) {
+            if (std::next(it) == chain.rend()) {
+                sel->selectWhole(*it);
+            } else {
+                sel = &sel->child(*it);
+            }
+        }
+    }
+    return buildTree(root, dataFirst);
+}
+
+Tree apply(const lyd_node* data, const lyd_node* filterNode) {
+    if (auto select = xpathSelect(filterNode)) {
+        return xpath(data, *select);
+    }
+    return subtreeOfAnyxml(data, filterNode);
+}
+
+} // namespace ncstore::filter

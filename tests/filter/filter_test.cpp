@@ -1,0 +1,367 @@
+// Subtree and XPath filtering as a NETCONF client sees it: which nodes a get-config returns.
+#include "filter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using ncstore::Tree;
+namespace filter = ncstore::filter;
+
+namespace {
+
+constexpr const char* kIf = "urn:ietf:params:xml:ns:yang:ietf-interfaces";
+constexpr const char* kIana = "urn:ietf:params:xml:ns:yang:iana-if-type";
+constexpr const char* kFt = "urn:ncstore:test:filter";
+
+ncstore::Context testContext() {
+    ly_ctx* raw = nullptr;
+    if (ly_ctx_new(nullptr, LY_CTX_DISABLE_SEARCHDIR_CWD, &raw) != LY_SUCCESS) {
+        throw std::runtime_error("ly_ctx_new failed");
+    }
+    ncstore::Context ctx{raw};
+    ly_ctx_set_searchdir(raw, FILTER_TEST_YANG_DIR);
+    ly_ctx_set_searchdir(raw, IETF_YANG_DIR);
+    const char* all[] = {"*", nullptr};
+    for (const char* m : {"ietf-netconf", "ietf-netconf-with-defaults", "ietf-interfaces", "iana-if-type",
+                          "ncs-filter-test"}) {
+        if (!ly_ctx_load_module(raw, m, nullptr, all)) {
+            throw ncstore::YangError(std::string("cannot load ") + m, raw);
+        }
+    }
+    return ctx;
+}
+
+std::string ns(const char* uri) {
+    return std::string(" xmlns=\"") + uri + "\"";
+}
+
+class FilterTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ctx = testContext();
+        const std::string xml =
+            "<interfaces" + ns(kIf) + " xmlns:ia=\"" + kIana + "\">" +
+            "<interface><name>eth0</name><description>uplink</description>"
+            "<type>ia:ethernetCsmacd</type></interface>"
+            "<interface><name>eth1</name><type>ia:softwareLoopback</type>"
+            "<enabled>false</enabled></interface>"
+            "<interface><name>lo</name><type>ia:softwareLoopback</type></interface>"
+            "</interfaces>"
+            "<devices" +
+            ns(kFt) +
+            ">"
+            "<device><id>d1</id><status>up</status><weight>1.5</weight>"
+            "<info><vendor>acme</vendor><model>x1</model></info><tag>red</tag><tag>blue</tag>"
+            "</device>"
+            "<device><id>d2</id><status>down</status><mtu>9000</mtu><tag>blue</tag></device>"
+            "<device><id>d3</id><status>up</status><info><vendor>other</vendor></info></device>"
+            "<link><a>x</a><b>1</b><cost>10</cost></link>"
+            "<link><a>x</a><b>2</b><cost>20</cost></link>"
+            "<link><a>y</a><b>1</b><cost>30</cost></link>"
+            "<ordered><name>c</name><v>3</v></ordered>"
+            "<ordered><name>a</name><v>1</v></ordered>"
+            "<ordered><name>b</name><v>2</v></ordered>"
+            "</devices>"
+            "<hostname" +
+            ns(kFt) + ">r1</hostname>";
+        data = ncstore::parseData(ctx.get(), xml, LYD_XML, LYD_PARSE_STRICT, LYD_VALIDATE_PRESENT);
+    }
+
+    Tree sub(const std::string& filterXml) const {
+        return filter::subtreeOfXml(data.get(), ctx.get(), filterXml);
+    }
+
+    /// Runs the filter the way the server gets it: a get-config RPC parsed by libyang, whose
+    /// `filter` anyxml is handed to filter::apply().
+    Tree viaRpc(const std::string& filterElement) const {
+        const std::string rpc = "<rpc xmlns=\"urn:ietf:params:xml:ns:netconf:base:1.0\" message-id=\"1\">"
+                                "<get-config><source><running/></source>" +
+                                filterElement + "</get-config></rpc>";
+        ly_in* in = nullptr;
+        ly_in_new_memory(rpc.c_str(), &in);
+        lyd_node* env = nullptr;
+        lyd_node* op = nullptr;
+        LY_ERR rc = lyd_parse_op(ctx.get(), nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, &env, &op);
+        ly_in_free(in, 0);
+        Tree envOwner{env};
+        Tree opOwner{op};
+        if (rc != LY_SUCCESS) {
+            throw ncstore::YangError("parsing test rpc", ctx.get());
+        }
+        lyd_node* f = nullptr;
+        if (lyd_find_path(op, "filter", 0, &f) != LY_SUCCESS) {
+            throw std::runtime_error("no filter in test rpc");
+        }
+        return filter::apply(data.get(), f);
+    }
+
+    ncstore::Context ctx;
+    Tree data;
+};
+
+/// Number of nodes `path` selects in `tree` (0 for an empty tree).
+std::size_t count(const Tree& tree, const std::string& path) {
+    if (!tree) {
+        return 0;
+    }
+    ly_set* raw = nullptr;
+    if (lyd_find_xpath(tree.get(), path.c_str(), &raw) != LY_SUCCESS) {
+        throw ncstore::YangError("bad test xpath " + path, LYD_CTX(tree.get()));
+    }
+    ncstore::Set set{raw};
+    return set->count;
+}
+
+std::string xml(const Tree& tree, uint32_t wd = LYD_PRINT_WD_EXPLICIT) {
+    return tree ? ncstore::print(tree.get(), LYD_XML, LYD_PRINT_SHRINK | wd) : std::string();
+}
+
+std::vector<std::string> values(const Tree& tree, const std::string& path) {
+    std::vector<std::string> out;
+    if (!tree) {
+        return out;
+    }
+    ly_set* raw = nullptr;
+    lyd_find_xpath(tree.get(), path.c_str(), &raw);
+    ncstore::Set set{raw};
+    for (uint32_t i = 0; i < set->count; ++i) {
+        out.emplace_back(lyd_get_value(set->dnodes[i]));
+    }
+    return out;
+}
+
+const char* kIfs = "/ietf-interfaces:interfaces/interface";
+const char* kDevs = "/ncs-filter-test:devices/device";
+
+TEST_F(FilterTest, TopLevelSelectionReturnsOnlyThatSubtree) {
+    auto out = sub("<interfaces" + ns(kIf) + "/>");
+    EXPECT_EQ(count(out, kIfs), 3u);
+    EXPECT_EQ(count(out, "/ncs-filter-test:devices"), 0u);
+    EXPECT_EQ(count(out, "/ncs-filter-test:hostname"), 0u);
+    EXPECT_EQ(values(out, "/ietf-interfaces:interfaces/interface[name='eth0']/description"),
+              std::vector<std::string>{"uplink"});
+}
+
+TEST_F(FilterTest, KeyContentMatchAloneReturnsWholeEntry) {
+    auto out = sub("<interfaces" + ns(kIf) + "><interface><name>eth1</name></interface></interfaces>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"eth1"});
+    EXPECT_EQ(values(out, std::string(kIfs) + "/enabled"), std::vector<std::string>{"false"});
+    EXPECT_EQ(values(out, std::string(kIfs) + "/type"),
+              std::vector<std::string>{"iana-if-type:softwareLoopback"});
+}
+
+TEST_F(FilterTest, SelectionNodesNextToKeyReturnOnlyThoseLeaves) {
+    auto out = sub("<interfaces" + ns(kIf) + "><interface><name>eth0</name><type/></interface></interfaces>");
+    EXPECT_EQ(count(out, kIfs), 1u);
+    EXPECT_EQ(count(out, std::string(kIfs) + "[name='eth0']/type"), 1u);
+    EXPECT_EQ(count(out, std::string(kIfs) + "/description"), 0u);
+}
+
+TEST_F(FilterTest, NonKeyContentMatchScansEntries) {
+    auto out =
+        sub("<interfaces" + ns(kIf) + "><interface><enabled>false</enabled><name/></interface></interfaces>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"eth1"});
+    EXPECT_EQ(count(out, std::string(kIfs) + "/type"), 0u);
+}
+
+TEST_F(FilterTest, IdentityrefContentMatchUsesFilterPrefixes) {
+    auto out = sub("<interfaces" + ns(kIf) + " xmlns:x=\"" + kIana +
+                   "\"><interface><type>x:softwareLoopback</type></interface></interfaces>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), (std::vector<std::string>{"eth1", "lo"}));
+    // The same with the key given: the entry is a schema node in the parsed filter.
+    out = sub("<interfaces" + ns(kIf) + " xmlns:x=\"" + kIana +
+              "\"><interface><name>eth0</name><type>x:softwareLoopback</type></interface></interfaces>");
+    EXPECT_FALSE(out);
+}
+
+TEST_F(FilterTest, ValueComparisonIsOnCanonicalValues) {
+    auto out = sub("<devices" + ns(kFt) + "><device><weight>1.50</weight><id/></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), std::vector<std::string>{"d1"});
+}
+
+TEST_F(FilterTest, ListWithTwoKeys) {
+    auto out = sub("<devices" + ns(kFt) + "><link><a>x</a><b>2</b></link></devices>");
+    EXPECT_EQ(values(out, "/ncs-filter-test:devices/link/cost"), std::vector<std::string>{"20"});
+    out = sub("<devices" + ns(kFt) + "><link><a>x</a><cost/></link></devices>");
+    EXPECT_EQ(values(out, "/ncs-filter-test:devices/link/cost"), (std::vector<std::string>{"10", "20"}));
+}
+
+TEST_F(FilterTest, NonexistentKeyIsEmpty) {
+    EXPECT_FALSE(sub("<interfaces" + ns(kIf) + "><interface><name>eth9</name></interface></interfaces>"));
+    EXPECT_FALSE(sub("<devices" + ns(kFt) + "><link><a>x</a><b>3</b></link></devices>"));
+    // Not a valid value of the key's type at all.
+    EXPECT_FALSE(sub("<devices" + ns(kFt) + "><link><a>x</a><b>300</b></link></devices>"));
+}
+
+TEST_F(FilterTest, NamespaceMismatchIsEmpty) {
+    EXPECT_FALSE(sub("<interfaces xmlns=\"urn:example:other\"/>"));
+    EXPECT_FALSE(sub("<interfaces" + ns(kFt) + "/>"));
+    // A nested element of another namespace selects nothing: only the key's content match is
+    // returned.
+    auto out = sub("<interfaces" + ns(kIf) +
+                   "><interface><name>eth0</name><type xmlns=\"urn:x\"/></interface></interfaces>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"eth0"});
+    EXPECT_EQ(count(out, std::string(kIfs) + "/type"), 0u);
+    EXPECT_EQ(count(out, std::string(kIfs) + "/description"), 0u);
+}
+
+TEST_F(FilterTest, ElementsWithoutNamespaceMatchAnyModule) {
+    // Written without xmlns inside <filter>, the element is in the NETCONF base namespace.
+    auto out =
+        viaRpc("<filter type=\"subtree\"><interfaces><interface><name>lo</name></interface></interfaces>"
+               "</filter>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"lo"});
+}
+
+TEST_F(FilterTest, SeveralSubtreesAreUnited) {
+    auto out = sub("<interfaces" + ns(kIf) +
+                   "><interface><name>eth0</name></interface>"
+                   "<interface><name>lo</name></interface></interfaces><hostname" +
+                   ns(kFt) + "/>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), (std::vector<std::string>{"eth0", "lo"}));
+    EXPECT_EQ(values(out, "/ncs-filter-test:hostname"), std::vector<std::string>{"r1"});
+}
+
+TEST_F(FilterTest, EmptyFilterSelectsNothing) {
+    EXPECT_FALSE(filter::subtree(data.get(), nullptr));
+    EXPECT_FALSE(sub(""));
+    EXPECT_FALSE(viaRpc("<filter type=\"subtree\"/>"));
+    EXPECT_FALSE(viaRpc("<filter/>"));
+}
+
+TEST_F(FilterTest, FailingContentMatchDropsTheWholeSiblingSet) {
+    auto out =
+        sub("<interfaces" + ns(kIf) +
+            "><interface><name>eth0</name><enabled>false</enabled><description/></interface></interfaces>");
+    EXPECT_FALSE(out);
+}
+
+TEST_F(FilterTest, ContainmentWithoutMatchesIsNotReturned) {
+    auto out = sub("<devices" + ns(kFt) + "><device><info><model/></info></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), std::vector<std::string>{"d1"});
+    EXPECT_EQ(values(out, std::string(kDevs) + "/info/model"), std::vector<std::string>{"x1"});
+    EXPECT_EQ(count(out, std::string(kDevs) + "/info/vendor"), 0u);
+}
+
+TEST_F(FilterTest, LeafListContentMatch) {
+    auto out = sub("<devices" + ns(kFt) + "><device><tag>blue</tag><id/></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), (std::vector<std::string>{"d1", "d2"}));
+    EXPECT_EQ(values(out, std::string(kDevs) + "/tag"), (std::vector<std::string>{"blue", "blue"}));
+    out = sub("<devices" + ns(kFt) + "><device><tag>red</tag></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/tag"), (std::vector<std::string>{"red", "blue"}));
+}
+
+TEST_F(FilterTest, TopLevelContentMatch) {
+    EXPECT_EQ(values(sub("<hostname" + ns(kFt) + ">r1</hostname>"), "/ncs-filter-test:hostname"),
+              std::vector<std::string>{"r1"});
+    EXPECT_FALSE(sub("<hostname" + ns(kFt) + ">r2</hostname>"));
+}
+
+TEST_F(FilterTest, OverlappingBranchesMergeWithoutDuplicates) {
+    auto out = sub("<devices" + ns(kFt) +
+                   "><device><id>d1</id><status/></device><device><id>d1</id><info/></device>"
+                   "<device><id>d1</id><id/></device></devices>");
+    EXPECT_EQ(count(out, kDevs), 1u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "/id"), 1u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "/status"), 1u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "/info/vendor"), 1u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "/tag"), 0u);
+    // A selection of the whole container wins over the partial branch, whatever the order.
+    out = sub("<devices" + ns(kFt) + "><device><id>d1</id><status/></device></devices><devices" + ns(kFt) +
+              "/>");
+    EXPECT_EQ(count(out, kDevs), 3u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "[id='d1']/tag"), 2u);
+}
+
+TEST_F(FilterTest, DefaultsKeepTheirFlagForWithDefaultsPrinting) {
+    auto out = sub("<devices" + ns(kFt) + "><device><id>d1</id></device></devices>");
+    lyd_node* mtu = nullptr;
+    ASSERT_EQ(lyd_find_path(out.get(), "/ncs-filter-test:devices/device[id='d1']/mtu", 0, &mtu), LY_SUCCESS);
+    EXPECT_TRUE(mtu->flags & LYD_DEFAULT);
+    EXPECT_EQ(xml(out).find("<mtu>"), std::string::npos);
+    EXPECT_NE(xml(out, LYD_PRINT_WD_ALL).find("<mtu>1500</mtu>"), std::string::npos);
+    EXPECT_NE(xml(out, LYD_PRINT_WD_ALL_TAG).find("default=\"true\">1500</mtu>"), std::string::npos);
+    // Explicitly set values are printed in every mode but trim-on-default.
+    out = sub("<devices" + ns(kFt) + "><device><id>d2</id><mtu/></device></devices>");
+    EXPECT_NE(xml(out).find("<mtu>9000</mtu>"), std::string::npos);
+}
+
+TEST_F(FilterTest, OrderedByUserListKeepsDataOrder) {
+    auto out = sub("<devices" + ns(kFt) +
+                   "><ordered><name>b</name></ordered><ordered><name>a</name></ordered>"
+                   "<ordered><name>c</name></ordered></devices>");
+    EXPECT_EQ(values(out, "/ncs-filter-test:devices/ordered/name"),
+              (std::vector<std::string>{"c", "a", "b"}));
+}
+
+TEST_F(FilterTest, XPathLeafComesWithAncestorsAndKeys) {
+    auto out = filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface[name='eth0']/type");
+    EXPECT_EQ(count(out, kIfs), 1u);
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"eth0"});
+    EXPECT_EQ(count(out, std::string(kIfs) + "/type"), 1u);
+    EXPECT_EQ(count(out, std::string(kIfs) + "/description"), 0u);
+}
+
+TEST_F(FilterTest, XPathInnerNodeComesWhole) {
+    auto out = filter::xpath(data.get(), "/ncs-filter-test:devices/device[status='up']");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), (std::vector<std::string>{"d1", "d3"}));
+    EXPECT_EQ(count(out, std::string(kDevs) + "[id='d1']/tag"), 2u);
+}
+
+TEST_F(FilterTest, XPathUnionWithoutDuplicates) {
+    auto out = filter::xpath(data.get(),
+                             "/ncs-filter-test:devices/device[id='d1'] | "
+                             "/ncs-filter-test:devices/device[id='d1']/status | /ncs-filter-test:hostname");
+    EXPECT_EQ(count(out, kDevs), 1u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "/status"), 1u);
+    EXPECT_EQ(count(out, "/ncs-filter-test:hostname"), 1u);
+}
+
+TEST_F(FilterTest, XPathWithoutPrefixResolvesTopLevelModule) {
+    auto out = filter::xpath(data.get(), "/interfaces/interface[name='lo']");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"lo"});
+}
+
+TEST_F(FilterTest, XPathFromRpcWithXmlnsPrefixes) {
+    auto out = viaRpc(std::string("<filter type=\"xpath\" xmlns:t=\"") + kIf +
+                      "\" select=\"/t:interfaces/t:interface[t:name='eth1']/t:enabled\"/>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/enabled"), std::vector<std::string>{"false"});
+    EXPECT_EQ(count(out, std::string(kIfs) + "/type"), 0u);
+}
+
+TEST_F(FilterTest, XPathNothingMatchesIsEmpty) {
+    EXPECT_FALSE(filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface[name='nope']"));
+    EXPECT_FALSE(filter::xpath(nullptr, "/ietf-interfaces:interfaces"));
+}
+
+TEST_F(FilterTest, InvalidXPathThrows) {
+    EXPECT_THROW(filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface[name="), filter::Error);
+    EXPECT_THROW(filter::xpath(data.get(), "/no-such-module:x"), filter::Error);
+    EXPECT_THROW(viaRpc("<filter type=\"xpath\"/>"), filter::Error);
+}
+
+TEST_F(FilterTest, ManyKeysInOneFilter) {
+    std::string config = "<devices" + ns(kFt) + ">";
+    std::string all = "<devices" + ns(kFt) + ">";
+    for (int i = 0; i < 3000; ++i) {
+        config += "<device><id>dev" + std::to_string(i) + "</id><status>up</status></device>";
+        all += "<device><id>dev" + std::to_string(2999 - i) + "</id></device>";
+    }
+    config += "</devices>";
+    all += "</devices>";
+    data = ncstore::parseData(ctx.get(), config, LYD_XML, LYD_PARSE_STRICT, LYD_VALIDATE_PRESENT);
+    auto out = sub(all);
+    EXPECT_EQ(count(out, kDevs), 3000u);
+    EXPECT_EQ(count(out, std::string(kDevs) + "/status"), 3000u);
+    auto ids = values(out, std::string(kDevs) + "/id");
+    ASSERT_EQ(ids.size(), 3000u);
+    EXPECT_EQ(ids.front(), "dev0"); // data order, not filter order
+    EXPECT_EQ(ids.back(), "dev2999");
+
+    out = sub("<devices" + ns(kFt) + "><device><id>dev1234</id></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), std::vector<std::string>{"dev1234"});
+}
+
+} // namespace
