@@ -105,6 +105,19 @@ void forEachRecord(const lyd_node* forest, const std::function<void(const lyd_no
 }
 
 std::string serializeRecord(const lyd_node* root) {
+    if (isSplitEntry(root) && lyd_parent(root)) {
+        // LYB prints top-level trees only: store the entry with its (key-less) container chain.
+        lyd_node* copy = nullptr;
+        if (lyd_dup_single(root, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_PARENTS, &copy) != LY_SUCCESS) {
+            throw YangError("cannot copy record", LYD_CTX(root));
+        }
+        lyd_node* top = copy;
+        while (lyd_parent(top)) {
+            top = lyd_parent(top);
+        }
+        Subtree owned{top};
+        return printTree(top, LYD_LYB, LYD_PRINT_WD_EXPLICIT);
+    }
     if (isSplitEntry(root) || !isContainer(root)) {
         return printTree(root, LYD_LYB, LYD_PRINT_WD_EXPLICIT);
     }
@@ -112,35 +125,46 @@ std::string serializeRecord(const lyd_node* root) {
     return printTree(shell.get(), LYD_LYB, LYD_PRINT_WD_EXPLICIT);
 }
 
-void loadRecord(const ly_ctx* ctx, lyd_node** forest, const std::string& parentPath,
-                const std::string& data) {
-    lyd_node* parent = nullptr;
-    if (!parentPath.empty()) {
-        if (lyd_find_path(*forest, parentPath.c_str(), 0, &parent) != LY_SUCCESS) {
-            throw YangError("record parent " + parentPath + " is missing");
-        }
-    }
-    ly_in* in = nullptr;
-    if (ly_in_new_memory(data.data(), &in) != LY_SUCCESS) {
-        throw YangError("cannot read record");
-    }
-    std::unique_ptr<ly_in, decltype([](ly_in* i) { ly_in_free(i, 0); })> inGuard{in};
+void RecordLoader::load(const std::string& parentPath, const std::string& data) {
     lyd_node* parsed = nullptr;
     const uint32_t parseOpts = LYD_PARSE_ONLY | LYD_PARSE_STRICT;
-    if (lyd_parse_data(ctx, parent, in, LYD_LYB, parseOpts, 0, &parsed) != LY_SUCCESS) {
-        throw YangError("cannot parse record" + (parentPath.empty() ? "" : " under " + parentPath), ctx);
+    if (lyd_parse_data_mem(ctx_, data.data(), LYD_LYB, parseOpts, 0, &parsed) != LY_SUCCESS) {
+        throw YangError("cannot parse record", ctx_);
     }
-    if (!parent) {
+    Tree owned{parsed};
+    if (parentPath.empty()) {
         // Top-level: link into the forest through its first node (cheap, no sibling walk).
-        if (*forest) {
-            if (lyd_insert_sibling(lyd_first_sibling(*forest), parsed, nullptr) != LY_SUCCESS) {
-                lyd_free_all(parsed);
-                throw YangError("cannot link record", ctx);
+        lyd_node* top = owned.release();
+        if (forest_) {
+            if (lyd_insert_sibling(forest_, top, nullptr) != LY_SUCCESS) {
+                lyd_free_all(top);
+                throw YangError("cannot link record", ctx_);
             }
         } else {
-            *forest = parsed;
+            forest_ = top;
         }
-        *forest = lyd_first_sibling(*forest);
+        forest_ = lyd_first_sibling(forest_);
+        return;
+    }
+    // An entry stored with its container chain: move the entry under the loaded parent.
+    lyd_node* entry = parsed;
+    while (entry && !isSystemOrderedListEntry(entry)) {
+        entry = lyd_child(entry);
+    }
+    if (!entry) {
+        throw YangError("record under " + parentPath + " holds no list entry");
+    }
+    if (parentPath != lastParentPath_) {
+        lastParent_ = nullptr;
+        if (lyd_find_path(forest_, parentPath.c_str(), 0, &lastParent_) != LY_SUCCESS || !lastParent_) {
+            throw YangError("record parent " + parentPath + " is missing");
+        }
+        lastParentPath_ = parentPath;
+    }
+    lyd_unlink_tree(entry);
+    if (lyd_insert_child(lastParent_, entry) != LY_SUCCESS) {
+        lyd_free_tree(entry);
+        throw YangError("cannot link record under " + parentPath, ctx_);
     }
 }
 

@@ -11,6 +11,8 @@
 
 #include <libyang/libyang.h>
 
+#include "ncstore/yang.hpp"
+
 #include <functional>
 #include <string>
 
@@ -33,8 +35,29 @@ void forEachRecord(const lyd_node* forest, const std::function<void(const lyd_no
 /// entries. Default nodes are not stored: validation re-creates them at load.
 std::string serializeRecord(const lyd_node* root);
 
-/// Parses a record's bytes and links it into `*forest`: top-level when `parentPath` is empty,
-/// otherwise under the node at `parentPath` (which must already be loaded). Throws YangError.
-void loadRecord(const ly_ctx* ctx, lyd_node** forest, const std::string& parentPath, const std::string& data);
+/// Rebuilds a forest from records given in insertion order (a parent before its entries).
+class RecordLoader {
+public:
+    explicit RecordLoader(const ly_ctx* ctx) : ctx_(ctx) {}
+    RecordLoader(const RecordLoader&) = delete;
+    RecordLoader& operator=(const RecordLoader&) = delete;
+    ~RecordLoader() { lyd_free_all(forest_); }
+
+    /// Parses a record and links it: top-level when `parentPath` is empty, otherwise under the
+    /// already loaded node at `parentPath`. Throws YangError.
+    void load(const std::string& parentPath, const std::string& data);
+    /// The forest built so far; the loader no longer owns it.
+    lyd_node* release() {
+        lyd_node* f = forest_;
+        forest_ = nullptr;
+        return f;
+    }
+
+private:
+    const ly_ctx* ctx_;
+    lyd_node* forest_ = nullptr;
+    std::string lastParentPath_;
+    lyd_node* lastParent_ = nullptr;
+};
 
 } // namespace ncstore::ds::detail

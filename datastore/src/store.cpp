@@ -202,12 +202,12 @@ public:
         for (Datastore ds : {Datastore::Running, Datastore::Startup}) {
             Tree forest;
             {
-                RawTree raw(forest);
+                detail::RecordLoader loader(ctx_);
                 try {
                     p.load(ds,
                            [&](const std::string& path, const std::string& parent, const std::string& data) {
                                try {
-                                   detail::loadRecord(ctx_, raw.ptr(), parent, data);
+                                   loader.load(parent, data);
                                } catch (const std::exception& e) {
                                    throw Error(ErrorTag::OperationFailed, "record " + path + ": " + e.what());
                                }
@@ -220,6 +220,10 @@ public:
                                     (backup.empty() ? " (no backup found beside it)"
                                                     : " (newest backup: " + backup + ")"));
                 }
+                forest.reset(loader.release());
+            }
+            {
+                RawTree raw(forest);
                 if (raw.get() && lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, nullptr) != LY_SUCCESS) {
                     throw Error(ErrorTag::OperationFailed,
                                 "the " + std::string(toString(ds)) + " data in " + options_.file.string() +

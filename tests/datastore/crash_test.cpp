@@ -1,0 +1,152 @@
+// kill -9 at random moments while several threads commit: every acknowledged edit must be there
+// after restart, no edit may be half there, and SQLite's integrity check must pass. Cycles:
+// NCSTORE_CRASH_CYCLES (default 20; the long mode is 1000).
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <random>
+#include <set>
+#include <sstream>
+
+using namespace ncstore;
+
+namespace {
+
+struct Child {
+    pid_t pid = -1;
+    int out = -1;
+};
+
+Child spawn(const std::vector<std::string>& args) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        throw std::runtime_error("pipe failed");
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        std::vector<char*> argv;
+        for (const auto& a : args) {
+            argv.push_back(const_cast<char*>(a.c_str()));
+        }
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    close(fds[1]);
+    return {pid, fds[0]};
+}
+
+/// Reads the child's output for about `ms` milliseconds (or until it exits).
+std::string readFor(int fd, int ms) {
+    std::string out;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+        fd_set set;
+        FD_ZERO(&set);
+        FD_SET(fd, &set);
+        timeval tv{0, 10000};
+        if (select(fd + 1, &set, nullptr, nullptr, &tv) > 0) {
+            char buf[65536];
+            ssize_t n = read(fd, buf, sizeof buf);
+            if (n <= 0) {
+                break;
+            }
+            out.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+    return out;
+}
+
+std::set<std::string> acknowledged(const std::string& out) {
+    std::set<std::string> tags;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (in.eof()) {
+            break; // an unterminated last line is not an acknowledgement
+        }
+        if (line.rfind("ACK ", 0) == 0) {
+            tags.insert(line.substr(4));
+        }
+    }
+    return tags;
+}
+
+TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
+    const char* env = std::getenv("NCSTORE_CRASH_CYCLES");
+    const int cycles = env ? std::atoi(env) : 20;
+    test::TempDir dir;
+    const auto db = dir.path() / "crash.db";
+    Context ctx = test::interfacesContext();
+    std::mt19937 rng(std::random_device{}());
+    std::set<std::string> allAcked;
+    for (int cycle = 0; cycle < cycles; ++cycle) {
+        Child c = spawn({NCSTORE_CRASH_DRIVER, "commit", db.string(), "4", "c" + std::to_string(cycle)});
+        std::string out = readFor(c.out, 20 + static_cast<int>(rng() % 200));
+        kill(c.pid, SIGKILL);
+        out += readFor(c.out, 0);
+        close(c.out);
+        int status = 0;
+        waitpid(c.pid, &status, 0);
+        auto acked = acknowledged(out);
+        allAcked.insert(acked.begin(), acked.end());
+
+        ds::StoreOptions options;
+        options.file = db;
+        auto store = ds::Store::open(ctx.get(), options);
+        std::set<std::string> present;
+        store->read(ds::Datastore::Running, [&](const lyd_node* t) {
+            for (const auto& n : test::interfaceNames(t)) {
+                present.insert(n);
+            }
+        });
+        for (const auto& tag : allAcked) {
+            ASSERT_TRUE(present.count(tag + "-a") && present.count(tag + "-b"))
+                << "cycle " << cycle << ": acknowledged edit " << tag << " lost";
+        }
+        for (const auto& name : present) {
+            const std::string tag = name.substr(0, name.size() - 2);
+            ASSERT_TRUE(present.count(tag + "-a") && present.count(tag + "-b"))
+                << "cycle " << cycle << ": half of edit " << tag << " is visible";
+        }
+        ASSERT_EQ(store->integrityCheck(), "ok") << "cycle " << cycle;
+    }
+    EXPECT_GT(allAcked.size(), 0u) << "the driver never acknowledged anything";
+}
+
+TEST(CrashTest, FullDiskFailsCommitsClearlyAndKeepsTheStoreConsistent) {
+    test::TempDir dir;
+    const auto db = dir.path() / "full.db";
+    Child c = spawn({NCSTORE_CRASH_DRIVER, "fill", db.string(), "1", "f"});
+    std::string out = readFor(c.out, 120000);
+    close(c.out);
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    ASSERT_NE(out.find("FULL "), std::string::npos) << out;
+    std::istringstream in(out.substr(out.find("FULL ") + 5));
+    std::size_t acked = 0;
+    std::size_t inMemory = 0;
+    in >> acked >> inMemory;
+    std::string message;
+    std::getline(in, message);
+    EXPECT_NE(message.find("could not commit"), std::string::npos) << message;
+    EXPECT_EQ(inMemory, acked * 2) << "memory does not match what was acknowledged";
+
+    Context ctx = test::interfacesContext();
+    ds::StoreOptions options;
+    options.file = db;
+    auto store = ds::Store::open(ctx.get(), options);
+    store->read(ds::Datastore::Running,
+                [&](const lyd_node* t) { EXPECT_EQ(test::interfaceNames(t).size(), acked * 2); });
+    EXPECT_EQ(store->integrityCheck(), "ok");
+}
+
+} // namespace

@@ -1,0 +1,230 @@
+// Behaviour of the datastore as the server relies on it: persistence across reopen, all-or-nothing
+// writes, write cost that follows the change, group commit, start-up refusal on a corrupt file.
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+using namespace ncstore;
+using namespace ncstore::ds;
+using ncstore::test::interfaceNames;
+using ncstore::test::interfacesXml;
+using ncstore::test::parseEdit;
+
+namespace {
+
+class StoreTest : public ::testing::Test {
+protected:
+    void SetUp() override { ctx_ = test::interfacesContext(); }
+
+    std::unique_ptr<Store> open(Durability d = Durability::Full) {
+        StoreOptions o;
+        o.file = dir_.path() / "ncstore.db";
+        o.durability = d;
+        return Store::open(ctx_.get(), o);
+    }
+
+    static std::string dump(const Store& s, Datastore ds) {
+        std::string out;
+        s.read(ds, [&](const lyd_node* t) { out = t ? print(t, LYD_XML, LYD_PRINT_WD_ALL_TAG) : ""; });
+        return out;
+    }
+
+    void edit(Store& s, const std::string& xml, Datastore ds = Datastore::Running, EditOptions o = {}) {
+        Tree e = parseEdit(ctx_.get(), xml);
+        s.edit(ds, e.get(), o);
+    }
+
+    Context ctx_;
+    test::TempDir dir_;
+};
+
+TEST_F(StoreTest, EditsSurviveReopenInTheSameOrder) {
+    std::string before;
+    {
+        auto s = open();
+        edit(*s, interfacesXml("eth", 10, 3));
+        edit(*s, interfacesXml("eth", 2, 2));
+        before = dump(*s, Datastore::Running);
+    }
+    auto s = open();
+    EXPECT_EQ(dump(*s, Datastore::Running), before);
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        EXPECT_EQ(interfaceNames(t), (std::vector<std::string>{"eth10", "eth11", "eth12", "eth2", "eth3"}));
+    });
+}
+
+TEST_F(StoreTest, DeletesSurviveReopen) {
+    {
+        auto s = open();
+        edit(*s, interfacesXml("eth", 0, 5));
+        edit(*s, interfacesXml("eth", 1, 2, "delete"));
+    }
+    auto s = open();
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        EXPECT_EQ(interfaceNames(t), (std::vector<std::string>{"eth0", "eth3", "eth4"}));
+    });
+    // Deleting the top container removes every record below it.
+    edit(*s, "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "
+             "xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" nc:operation=\"delete\"/>");
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s, Datastore::Running), "");
+}
+
+TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
+    auto s = open();
+    edit(*s, interfacesXml("eth", 0, 3));
+    const std::string before = dump(*s, Datastore::Running);
+
+    // create of an existing entry, after a valid part in the same edit
+    try {
+        edit(*s, interfacesXml("new", 0, 1, "create") + interfacesXml("eth", 1, 1, "create"));
+        FAIL() << "create of an existing entry succeeded";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.tag(), ErrorTag::DataExists);
+        EXPECT_NE(e.path().find("eth1"), std::string::npos) << e.path();
+    }
+    EXPECT_EQ(dump(*s, Datastore::Running), before);
+
+    // an entry without its mandatory type fails validation
+    try {
+        edit(*s,
+             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>bad</name>"
+             "</interface></interfaces>");
+        FAIL() << "invalid configuration accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("type"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(dump(*s, Datastore::Running), before);
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s, Datastore::Running), before);
+}
+
+TEST_F(StoreTest, TestOnlyValidatesWithoutChanging) {
+    auto s = open();
+    EditOptions o;
+    o.testOption = TestOption::TestOnly;
+    edit(*s, interfacesXml("eth", 0, 2), Datastore::Running, o);
+    EXPECT_EQ(dump(*s, Datastore::Running), "");
+    EXPECT_THROW(
+        edit(*s,
+             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>x</name>"
+             "</interface></interfaces>",
+             Datastore::Running, o),
+        Error);
+}
+
+TEST_F(StoreTest, CopyReplaceAndClearArePersisted) {
+    {
+        auto s = open();
+        edit(*s, interfacesXml("eth", 0, 3));
+        s->copy(Datastore::Running, Datastore::Startup);
+        edit(*s, interfacesXml("eth", 0, 1, "delete"));
+    }
+    auto s = open();
+    s->read(Datastore::Startup, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 3u); });
+    s->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 2u); });
+    s->clear(Datastore::Startup);
+    Tree cfg = parseData(ctx_.get(), interfacesXml("r", 0, 4), LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    s->replace(Datastore::Running, cfg.get());
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s, Datastore::Startup), "");
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        EXPECT_EQ(interfaceNames(t), (std::vector<std::string>{"r0", "r1", "r2", "r3"}));
+    });
+}
+
+TEST_F(StoreTest, CandidateTracksRunningUntilEditedThenCommits) {
+    auto s = open();
+    edit(*s, interfacesXml("eth", 0, 1));
+    EXPECT_EQ(dump(*s, Datastore::Candidate), dump(*s, Datastore::Running));
+    EXPECT_FALSE(s->candidateModified());
+    edit(*s, interfacesXml("cand", 0, 1), Datastore::Candidate);
+    EXPECT_TRUE(s->candidateModified());
+    EXPECT_NE(dump(*s, Datastore::Candidate), dump(*s, Datastore::Running));
+    s->discardChanges();
+    EXPECT_EQ(dump(*s, Datastore::Candidate), dump(*s, Datastore::Running));
+    edit(*s, interfacesXml("cand", 0, 1), Datastore::Candidate);
+    s->commit();
+    EXPECT_FALSE(s->candidateModified());
+    s.reset();
+    s = open();
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        EXPECT_EQ(interfaceNames(t), (std::vector<std::string>{"eth0", "cand0"}));
+    });
+}
+
+TEST_F(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
+    auto s = open();
+    edit(*s, interfacesXml("eth", 0, 1000));
+    const Stats before = s->stats();
+    std::string merge = "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\">";
+    for (int i = 0; i < 10; ++i) {
+        merge +=
+            "<interface><name>eth" + std::to_string(i * 100) + "</name><enabled>false</enabled></interface>";
+    }
+    edit(*s, merge + "</interfaces>");
+    const Stats after = s->stats();
+    EXPECT_EQ(after.recordsWritten - before.recordsWritten, 10u);
+    EXPECT_EQ(after.recordsDeleted - before.recordsDeleted, 0u);
+}
+
+TEST_F(StoreTest, ConcurrentCommitsShareTransactions) {
+    constexpr int kThreads = 16;
+    constexpr int kEach = 50;
+    {
+        auto s = open();
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t) {
+            threads.emplace_back([&, t] {
+                for (int i = 0; i < kEach; ++i) {
+                    edit(*s, interfacesXml("t" + std::to_string(t) + "-", i, 1));
+                }
+            });
+        }
+        for (auto& th : threads) {
+            th.join();
+        }
+        const Stats st = s->stats();
+        EXPECT_EQ(st.writes, static_cast<std::uint64_t>(kThreads * kEach));
+        EXPECT_LT(st.transactions, st.writes) << "no commit was shared";
+    }
+    auto s = open();
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        EXPECT_EQ(interfaceNames(t).size(), static_cast<std::size_t>(kThreads * kEach));
+    });
+    EXPECT_EQ(s->integrityCheck(), "ok");
+}
+
+TEST_F(StoreTest, RefusesACorruptFileAndNamesTheBackup) {
+    {
+        auto s = open();
+        edit(*s, interfacesXml("eth", 0, 3));
+        s->backup(dir_.path() / "ncstore.db.backup-1");
+    }
+    std::filesystem::remove(dir_.path() / "ncstore.db-wal");
+    std::filesystem::remove(dir_.path() / "ncstore.db-shm");
+    {
+        std::ofstream f(dir_.path() / "ncstore.db", std::ios::binary | std::ios::trunc);
+        f << std::string(8192, 'x');
+    }
+    try {
+        open();
+        FAIL() << "a corrupt store was opened";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("ncstore.db"), std::string::npos) << what;
+        EXPECT_NE(what.find("ncstore.db.backup-1"), std::string::npos) << what;
+    }
+    // The backup itself is a working store.
+    std::filesystem::rename(dir_.path() / "ncstore.db.backup-1", dir_.path() / "ncstore.db");
+    auto s = open();
+    s->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 3u); });
+}
+
+} // namespace
