@@ -230,6 +230,15 @@ public:
                     });
                     break;
                 }
+                if (f.node->schema == sn && allKeysMatched(sn, f)) {
+                    // The filter's entry is a list entry of this very schema node, hashed by its
+                    // keys like the data's: look it up directly (no predicate to parse).
+                    lyd_node* d = nullptr;
+                    if (lyd_find_sibling_first(first, f.node, &d) == LY_SUCCESS) {
+                        any |= containment(d, f, parentSel);
+                    }
+                    break;
+                }
                 if (auto pred = keyPredicate(sn, f)) {
                     lyd_node* d = nullptr;
                     if (lyd_find_sibling_val(first, sn, pred->c_str(), pred->size(), &d) == LY_SUCCESS) {
@@ -386,6 +395,26 @@ private:
             return nullptr;
         }
         return *value == lyd_get_value(m) ? m : nullptr;
+    }
+
+    /// Whether list `sn` has keys and `f` has a content match for each of them.
+    static bool allKeysMatched(const lysc_node* sn, const FNode& f) {
+        if (sn->nodetype != LYS_LIST || (sn->flags & LYS_KEYLESS)) {
+            return false;
+        }
+        for (const lysc_node* key = lysc_node_child(sn); key && lysc_is_key(key); key = key->next) {
+            bool found = false;
+            for (const FNode& c : f.cms) {
+                if (c.name == key->name && (c.ns.empty() || c.ns == key->module->ns)) {
+                    found = true;
+                    break;
+                }
+            }
+            if (!found) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /// "[k1='v1'][k2='v2']" when `f` (a containment node for list `sn`) has a content match for
