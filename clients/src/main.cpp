@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -42,6 +43,38 @@ std::string readPayload(const std::string& source) {
         throw std::runtime_error("cannot read " + source);
     }
     return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// utime + stime of process `pid` (all threads) from /proc/<pid>/stat; nullopt when unreadable.
+std::optional<double> processCpuSeconds(long pid) {
+    if (pid <= 0) {
+        return std::nullopt;
+    }
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const auto paren = text.rfind(')');
+    if (paren == std::string::npos) {
+        return std::nullopt;
+    }
+    std::istringstream fields(text.substr(paren + 1));
+    std::string field;
+    double ticks = 0;
+    for (int i = 0; i < 13 && fields >> field; ++i) {
+        if (i == 11 || i == 12) { // utime, stime (fields 14 and 15 of proc(5))
+            ticks += std::stod(field);
+        }
+    }
+    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+/// JSON fragment `,"server_cpu_s":X` when both readings exist.
+std::string serverCpuJson(const std::optional<double>& before, const std::optional<double>& after) {
+    if (!before || !after) {
+        return "";
+    }
+    std::ostringstream out;
+    out << ",\"server_cpu_s\":" << (*after - *before);
+    return out.str();
 }
 
 double cpuSeconds() {
@@ -222,6 +255,7 @@ struct Options {
     long sessions = 1;
     long indexOffset = 0;
     long randomRange = 1;
+    long serverPid = 0;
     bool time = false;
     bool json = false;
     bool quiet = false;
@@ -249,15 +283,18 @@ int runSingle(const Options& opts, const Request& req) {
     Session session(opts.connect);
     Expander expander(req.payload, opts.indexOffset, 1, opts.randomRange, std::random_device{}());
     Rpc rpc = buildRpc(req, expander.expand(0, 0));
+    const auto server0 = processCpuSeconds(opts.serverPid);
     const double cpu0 = cpuSeconds();
     const auto t0 = Clock::now();
     Reply reply = session.call(rpc.get(), opts.connect.rpcTimeoutMs);
     const auto t1 = Clock::now();
     const double cpu = cpuSeconds() - cpu0;
+    const auto server1 = processCpuSeconds(opts.serverPid);
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
     if (opts.json) {
         std::cout << "{\"command\":\"" << req.command << "\",\"count\":1,\"seconds\":" << seconds
-                  << ",\"errors\":" << (reply.isError() ? 1 : 0) << ",\"client_cpu_s\":" << cpu << "}\n";
+                  << ",\"errors\":" << (reply.isError() ? 1 : 0) << ",\"client_cpu_s\":" << cpu
+                  << serverCpuJson(server0, server1) << "}\n";
         if (reply.isError()) {
             std::cerr << reply.render(parseWithDefaults(req.withDefaults));
         }
@@ -329,6 +366,7 @@ int runLoad(const Options& opts, const Request& req) {
         });
     }
     ready.arrive_and_wait();
+    const auto server0 = processCpuSeconds(opts.serverPid);
     const double cpu0 = cpuSeconds();
     start = Clock::now();
     go.count_down();
@@ -336,6 +374,7 @@ int runLoad(const Options& opts, const Request& req) {
         t.join();
     }
     const double cpu = cpuSeconds() - cpu0; // includes closing the sessions: an upper bound
+    const auto server1 = processCpuSeconds(opts.serverPid);
     for (const auto& r : results) {
         if (r.failure) {
             std::rethrow_exception(r.failure);
@@ -364,7 +403,7 @@ int runLoad(const Options& opts, const Request& req) {
                   << ",\"lat_min_s\":" << (all.empty() ? 0 : all.front()) << ",\"lat_avg_s\":" << avg
                   << ",\"lat_p50_s\":" << percentile(all, 50) << ",\"lat_p99_s\":" << percentile(all, 99)
                   << ",\"lat_max_s\":" << (all.empty() ? 0 : all.back()) << ",\"client_cpu_s\":" << cpu
-                  << "}\n";
+                  << serverCpuJson(server0, server1) << "}\n";
     } else {
         std::cout << "count: " << all.size() << " (" << n << " sessions x " << opts.repeat << ")\n"
                   << "errors: " << errors << "\n"
@@ -374,6 +413,9 @@ int runLoad(const Options& opts, const Request& req) {
                   << " p50 " << percentile(all, 50) * 1e3 << " p99 " << percentile(all, 99) * 1e3 << " max "
                   << (all.empty() ? 0 : all.back() * 1e3) << "\n"
                   << "client CPU: " << cpu << " s\n";
+        if (server0 && server1) {
+            std::cout << "server CPU: " << (*server1 - *server0) << " s\n";
+        }
     }
     return errors ? 1 : 0;
 }
@@ -415,6 +457,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1L, 1000L));
     app.add_option("--index-offset", opts.indexOffset, "first value of @I@ in payloads");
     app.add_option("--random-range", opts.randomRange, "@R@ in payloads is uniform in [1, range]");
+    app.add_option("--server-pid", opts.serverPid, "local server process: report its CPU time over the run");
     app.add_flag("--json", opts.json, "print one JSON line of figures");
     app.add_flag("--quiet,-q", opts.quiet, "do not print successful replies");
     bool verbose = false;
