@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""End-to-end: a real ncstored on a free loopback port with a temporary data dir; ncstore-client
+edit-configs an ietf-interfaces entry over SSH, reads it back with get-config, gets the rpc-error
+(and a non-zero exit) for a duplicate create; --timed stats mode works.
+
+usage: e2e_client.py NCSTORED NCSTORE_CLIENT
+"""
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
+IF = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
+
+
+def main():
+    ncstored, client = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="ncstore-e2e-client-") as tmp:
+        tmp = Path(tmp)
+        data = tmp / "data"
+        subprocess.run([ncstored, "--data-dir", str(data), "--add-user", "tester"], input="secret\n", text=True,
+                       check=True)
+        port_file = tmp / "port"
+        server = subprocess.Popen([ncstored, "--data-dir", str(data), "--listen", "127.0.0.1", "--port", "0",
+                                   "--print-port-file", str(port_file), "--log-level", "warning"])
+        try:
+            deadline = time.time() + 60
+            while not (port_file.exists() and port_file.read_text().strip().isdigit()):
+                if server.poll() is not None or time.time() > deadline:
+                    sys.exit("ncstored did not start")
+                time.sleep(0.02)
+            base = [client, "--port", port_file.read_text().strip(), "--user", "tester", "--password", "secret",
+                    "--schema-dir", str(tmp / "schemas")]
+            edit = tmp / "edit.xml"
+            edit.write_text(f'<config xmlns="{NC}" xmlns:nc="{NC}"><interfaces xmlns="{IF}"><interface '
+                            f'nc:operation="create"><name>e2e0</name><type xmlns:ianaift="urn:ietf:params:xml:ns:yang:'
+                            f'iana-if-type">ianaift:ethernetCsmacd</type><enabled>true</enabled></interface>'
+                            f'</interfaces></config>')
+
+            def run(*args, expect=0):
+                p = subprocess.run(base + list(args), capture_output=True, text=True, timeout=120)
+                print(f"$ ncstore-client {' '.join(args)} -> {p.returncode}\n{p.stdout}{p.stderr}")
+                if p.returncode != expect:
+                    sys.exit(f"expected exit code {expect}, got {p.returncode}")
+                return p
+
+            out = run("edit-config", "--target", "running", "--config", str(edit)).stdout
+            assert out.strip() == "ok", out
+            out = run("--time", "get-config", "--source", "running", "--filter-xpath",
+                      "/ietf-interfaces:interfaces/interface[name='e2e0']").stdout
+            assert "<name>e2e0</name>" in out and "round-trip:" in out, out
+            err = run("edit-config", "--target", "running", "--config", str(edit), expect=1).stderr
+            assert "data-exists" in err, err
+            out = run("--sessions", "2", "--repeat", "5", "get-config", "--source", "running").stdout
+            assert "count: 10" in out and "errors: 0" in out, out
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    print("e2e client test passed")
+
+
+if __name__ == "__main__":
+    main()
