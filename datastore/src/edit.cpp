@@ -8,6 +8,7 @@
 
 #include "ncstore/log.hpp"
 
+#include <cstring>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -180,6 +181,8 @@ void restorePosition(lyd_node** forest, lyd_node* node, const std::string& ancho
 }
 
 enum class Op { Merge, Replace, Create, Delete, Remove, None };
+
+constexpr std::string_view kNetconfNs = "urn:ietf:params:xml:ns:netconf:base:1.0";
 
 const char* toString(Op op) {
     switch (op) {
@@ -355,12 +358,25 @@ private:
     /// Edit nodes whose subtree holds a delete/remove or an insert attribute: they cannot be
     /// copied into the target in one go.
     std::unordered_set<const lyd_node*> nonPlain_;
+    /// Schema of the opaque edit nodes accepted by checkOpaque.
+    std::unordered_map<const lyd_node*, const lysc_node*> opaque_;
+
+    static std::optional<Op> opaqueOp(const lyd_node* e) {
+        for (const lyd_attr* at = reinterpret_cast<const lyd_node_opaq*>(e)->attr; at; at = at->next) {
+            if (std::string_view(at->name.name) == "operation" && at->name.module_ns &&
+                std::string_view(at->name.module_ns) == kNetconfNs) {
+                std::string_view v = at->value ? at->value : "";
+                return v == "delete" ? Op::Delete : v == "remove" ? Op::Remove : Op::Merge;
+            }
+        }
+        return std::nullopt;
+    }
 
     /// Validates attributes and schema of the whole edit before anything changes; returns
     /// whether the subtree can be duplicated as it is when it does not exist in the target.
     bool check(const lyd_node* e, Op inherited, Op parentOp) {
         if (!e->schema) {
-            fail(ErrorTag::UnknownElement, "unknown element in the edit at " + pathOf(e), pathOf(e));
+            return checkOpaque(e, inherited);
         }
         if (e->schema->flags & LYS_CONFIG_R) {
             fail(ErrorTag::InvalidValue, "state data cannot be edited: " + pathOf(e), pathOf(e));
@@ -418,6 +434,51 @@ private:
         }
     }
 
+    /// An opaque edit node: what libyang's parser (with LYD_PARSE_OPAQ) leaves of a leaf whose
+    /// value does not fit its type. Clients write `<mtu nc:operation="delete"/>` with no value, so
+    /// delete and remove of a leaf are accepted; anything else reports the value's problem.
+    bool checkOpaque(const lyd_node* e, Op inherited) {
+        const auto* o = reinterpret_cast<const lyd_node_opaq*>(e);
+        const ly_ctx* ctx = LYD_CTX(e);
+        const std::string path = pathOf(e);
+        const lyd_node* parent = lyd_parent(e);
+        if (parent && !parent->schema) {
+            fail(ErrorTag::UnknownElement, "unknown element in the edit: " + path, path);
+        }
+        const lys_module* mod = o->format == LY_VALUE_XML
+                                    ? ly_ctx_get_module_implemented_ns(ctx, o->name.module_ns)
+                                    : ly_ctx_get_module_implemented(ctx, o->name.module_name);
+        const lysc_node* schema =
+            mod ? lys_find_child(parent ? parent->schema : nullptr, mod, o->name.name, 0, 0, 0) : nullptr;
+        if (!schema) {
+            fail(mod ? ErrorTag::UnknownElement : ErrorTag::UnknownNamespace,
+                 "unknown element in the edit: " + path, path);
+        }
+        if (schema->flags & LYS_CONFIG_R) {
+            fail(ErrorTag::InvalidValue, "state data cannot be edited: " + path, path);
+        }
+        const Op op = opaqueOp(e).value_or(inherited);
+        if (schema->nodetype == LYS_LEAF && !lysc_is_key(schema) && (op == Op::Delete || op == Op::Remove)) {
+            opaque_[e] = schema;
+            nonPlain_.insert(e);
+            return false;
+        }
+        if (schema->nodetype == LYS_LIST) {
+            fail(ErrorTag::MissingElement, "list entry without all its keys in the edit: " + path, path);
+        }
+        std::string why = "invalid value";
+        if (schema->nodetype & LYD_NODE_TERM) {
+            const char* value = o->value ? o->value : "";
+            if (lyd_value_validate(ctx, schema, value, std::strlen(value), nullptr, nullptr, nullptr) !=
+                LY_SUCCESS) {
+                why = lastError(ctx);
+            }
+        }
+        fail(ErrorTag::InvalidValue, why + ": " + path, path);
+    }
+
+    const lysc_node* schemaOf(const lyd_node* e) const { return e->schema ? e->schema : opaque_.at(e); }
+
     lyd_node* find(lyd_node* parent, const lyd_node* e) const {
         lyd_node* siblings = siblingsOf(parent, *forest_);
         if (!siblings) {
@@ -426,9 +487,9 @@ private:
         lyd_node* match = nullptr;
         // lyd_find_sibling_first compares leaf values when the parent has no hash table, so
         // single-instance nodes are looked up by schema.
-        LY_ERR rc = isMultiInstance(e->schema)
-                        ? lyd_find_sibling_first(siblings, e, &match)
-                        : lyd_find_sibling_val(siblings, e->schema, nullptr, 0, &match);
+        const lysc_node* schema = schemaOf(e);
+        LY_ERR rc = isMultiInstance(schema) ? lyd_find_sibling_first(siblings, e, &match)
+                                            : lyd_find_sibling_val(siblings, schema, nullptr, 0, &match);
         if (rc == LY_ENOTFOUND) {
             return nullptr;
         }
@@ -473,6 +534,16 @@ private:
 
     void apply(lyd_node* parent, const lyd_node* e, Op inherited,
                std::unordered_map<const lysc_node*, lyd_node*>* order) {
+        if (!e->schema) {
+            // checkOpaque let only delete/remove of a leaf through.
+            lyd_node* cur = find(parent, e);
+            if (cur && !(cur->flags & LYD_DEFAULT)) {
+                remove(cur);
+            } else if (opaqueOp(e).value_or(inherited) == Op::Delete) {
+                fail(ErrorTag::DataMissing, "data missing, cannot delete: " + pathOf(e), pathOf(e));
+            }
+            return;
+        }
         if (lysc_is_key(e->schema)) {
             return;
         }

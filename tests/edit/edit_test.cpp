@@ -311,6 +311,54 @@ TEST_F(Edit, DeleteOfPresenceContainer) {
     EXPECT_EQ(rec_.events, Events{"deleting /edit-test:top/box"});
 }
 
+// Clients delete typed leaves without a value (`<mtu nc:operation="delete"/>`); libyang parses such
+// a leaf as an opaque node when the server parses the edit with LYD_PARSE_OPAQ.
+TEST_F(Edit, DeleteOfLeafWithoutValue) {
+    Tree t = target(top("<mtu>9000</mtu><udp-opts><checksum>true</checksum></udp-opts>"));
+    Tree e =
+        edit(top("<mtu nc:operation=\"delete\"/><udp-opts><checksum nc:operation=\"remove\"/></udp-opts>"),
+             LYD_PARSE_NO_STATE | LYD_PARSE_OPAQ);
+    lyd_node* raw = t.release();
+    applyEdit(&raw, e.get(), DefaultOperation::Merge, undo_, rec_);
+    t.reset(raw);
+    EXPECT_EQ(rec_.events,
+              (Events{"deleting /edit-test:top/udp-opts/checksum", "deleting /edit-test:top/mtu"}))
+        << "libyang keeps opaque nodes after the schema nodes";
+}
+
+TEST_F(Edit, DeleteOfMissingLeafWithoutValueIsDataMissing) {
+    Tree t = target(kBase);
+    Tree e = edit(top("<mtu nc:operation=\"delete\"/>"), LYD_PARSE_NO_STATE | LYD_PARSE_OPAQ);
+    lyd_node* raw = t.release();
+    try {
+        applyEdit(&raw, e.get(), DefaultOperation::Merge, undo_, rec_);
+        ADD_FAILURE() << "deleting a default leaf succeeded";
+    } catch (const Error& err) {
+        EXPECT_EQ(err.tag(), ErrorTag::DataMissing);
+        EXPECT_EQ(err.path(), "/edit-test:top/mtu");
+    }
+    Tree remove = edit(top("<mtu nc:operation=\"remove\"/>"), LYD_PARSE_NO_STATE | LYD_PARSE_OPAQ);
+    applyEdit(&raw, remove.get(), DefaultOperation::Merge, undo_, rec_);
+    t.reset(raw);
+    EXPECT_TRUE(rec_.events.empty());
+}
+
+TEST_F(Edit, InvalidValueParsedAsOpaqueIsInvalidValue) {
+    Tree t = target(kBase);
+    Tree e = edit(top("<mtu>big</mtu>"), LYD_PARSE_NO_STATE | LYD_PARSE_OPAQ);
+    lyd_node* raw = t.release();
+    try {
+        applyEdit(&raw, e.get(), DefaultOperation::Merge, undo_, rec_);
+        ADD_FAILURE() << "invalid value accepted";
+    } catch (const Error& err) {
+        EXPECT_EQ(err.tag(), ErrorTag::InvalidValue);
+        EXPECT_EQ(err.path(), "/edit-test:top/mtu");
+        EXPECT_NE(std::string(err.what()).find("big"), std::string::npos) << err.what();
+    }
+    t.reset(raw);
+    EXPECT_TRUE(rec_.events.empty());
+}
+
 // ---------------------------------------------------------------- replace
 
 TEST_F(Edit, ReplaceOfListEntryReplacesItsChildrenOnly) {
