@@ -210,7 +210,10 @@ class OfficialModels(unittest.TestCase):
         self.assert_refused(payload, "data-missing", "instance-required")
 
     def test_4_must_refused(self):
-        # 2.2.1 and 18.0.0: degree-number must be > 0
+        # 2.2.1: must "not(current() > /org-openroadm-device/info/max-degrees) and current() > 0"
+        # on degree-number (18.0.0 has no must that a ROADM's configuration can reach)
+        if VERSION != "2.2.1":
+            self.skipTest("no reachable must in %s" % VERSION)
         self.assert_refused(self.config("<degree><degree-number>0</degree-number></degree>"),
                             "operation-failed", "must-violation")
 
