@@ -1,0 +1,114 @@
+"""What an acknowledged edit survives: a clean restart and kill -9."""
+
+import pytest
+
+from ncserver import config, iface, interfaces, all_config
+
+
+def test_restart_keeps_running_startup(server):
+    m = server.connect()
+    m.edit_config(target="running", config=config(
+        iface("r0", description="before restart", enabled=False),
+        iface("r1", type_="softwareLoopback")))
+    m.copy_config(source="running", target="startup")
+    m.edit_config(target="running", config=config(iface("r2")))
+    running = all_config(m, "running")
+    startup = all_config(m, "startup")
+    m.close_session()
+
+    assert server.stop() == 0, "ncstored should exit 0 on SIGTERM:\n" + server.log_tail()
+    server.start()
+    m = server.connect()
+    try:
+        assert all_config(m, "running") == running
+        assert all_config(m, "startup") == startup
+        got = interfaces(m)
+        assert got["r0"]["description"] == "before restart"
+        assert got["r0"]["enabled"] == "false"
+        assert set(interfaces(m, "startup")) == {"r0", "r1"}
+        # Candidate starts as a copy of running.
+        assert all_config(m, "candidate") == running
+    finally:
+        m.close_session()
+
+
+def test_kill_9_keeps_acknowledged_edits(server):
+    m = server.connect()
+    names = ["k%03d" % i for i in range(30)]
+    for n in names:
+        m.edit_config(target="running", config=config(iface(n, description="acked " + n)))
+    m.edit_config(target="running", config=config(iface("k000", type_=None, op="delete")))
+    m.edit_config(target="running", config=config(iface("k001", type_=None, description="changed")))
+    expected = all_config(m)
+    server.kill()  # no SIGTERM, no flush, no goodbye
+
+    server.start()
+    m = server.connect()
+    try:
+        assert all_config(m) == expected
+        got = interfaces(m)
+        assert "k000" not in got
+        assert got["k001"]["description"] == "changed"
+        assert set(names[1:]) <= set(got)
+    finally:
+        m.close_session()
+
+
+def test_kill_9_during_concurrent_edits_keeps_every_acknowledged_one(server):
+    import threading
+    acked = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer(w):
+        try:
+            s = server.connect()
+            i = 0
+            while not stop.is_set():
+                name = "w%d-%d" % (w, i)
+                s.edit_config(target="running", config=config(iface(name)))
+                with lock:
+                    acked.append(name)
+                i += 1
+        except Exception:
+            pass  # the server is killed under us: unacknowledged edits may be lost
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    import time
+    deadline = time.time() + 30
+    while len(acked) < 40 and time.time() < deadline:
+        time.sleep(0.05)
+    server.kill()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    with lock:
+        snapshot = list(acked)
+    assert snapshot, "no edit was acknowledged before the kill"
+
+    server.start()
+    m = server.connect()
+    try:
+        got = set(interfaces(m))
+        missing = [n for n in snapshot if n not in got]
+        assert not missing, "acknowledged but lost after kill -9: %s" % missing[:10]
+    finally:
+        m.close_session()
+
+
+def test_sigterm_with_open_sessions(server):
+    a = server.connect()
+    b = server.connect()
+    a.edit_config(target="running", config=config(iface("open-sessions")))
+    assert server.stop() == 0, server.log_tail()
+    server.start()
+    m = server.connect()
+    try:
+        assert "open-sessions" in interfaces(m)
+    finally:
+        m.close_session()
+    for s in (a, b):
+        with pytest.raises(Exception):
+            s.get_config(source="running")
