@@ -227,6 +227,12 @@ def t_inventory_edits():
                   "B4e must name devices that do not exist: %s" % ids[:3])
         else:
             check(ids == ["C201-7-1A-%d" % i for i in range(1, n + 1)], "%s ids %s" % (sc, ids))
+    # the same scenarios in JSON: operations as ietf-netconf:operation metadata (RFC 7952)
+    for sc, exp in expect.items():
+        js = gen("inventory", "--scenario", sc, "-n", str(n), "-f", "json")
+        yanglint(["-t", "edit"] + base + [write(sc + ".json", js)])
+        nops = js.count('"ietf-netconf:operation":"%s"' % exp[1]) if exp else js.count("@")
+        check(nops == (exp[2] if exp else 0), "%s JSON: %d operations" % (sc, nops))
     for sc in ("B1", "B2"):
         for f in unwrap(gen("inventory", "--scenario", sc, "-n", str(n)), True, sc + "s"):
             yanglint(["-t", "config"] + inv_module() + [f])
