@@ -167,6 +167,19 @@ def t_inventory(fmt):
     check(all(len(d["org-openroadm-device"]["degree"]) == 28 for d in devs), "28 degrees each")
 
 
+def t_inventory_cps():
+    """--model cps: the same devices in the CPS schema's namespace; parsed by libyang they are
+    exactly the reference document built with the CPS recipe (openroadm-devices-3.json)."""
+    y = os.path.join(A.shared, "yang", "cps-openroadm", "libyang")
+    mod = os.path.join(y, "openroadm-devices-inventory-v2@2018-01-18.yang")
+    ref = open(os.path.join(A.shared, "data", "cps-openroadm", "openroadm-devices-3.json"),
+               encoding="utf-8").read()
+    for fmt in ("xml", "json"):
+        p = write("cps3." + fmt, gen("inventory", "--model", "cps", "-n", "3", "-f", fmt))
+        out = yanglint(["-t", "get", "-f", "json", "-p", y, mod, p]).stdout
+        check(out == ref, "CPS %s output differs from openroadm-devices-3.json" % fmt)
+
+
 def t_inventory_counts():
     """A generated device has exactly the CPS counts: in the source, in the generated XML and
     JSON, and in what libyang parses out of them (no default nodes added)."""
@@ -389,6 +402,7 @@ CHECKS = {
     "inventory-xml": lambda: t_inventory("xml"),
     "inventory-json": lambda: t_inventory("json"),
     "inventory-counts": t_inventory_counts,
+    "inventory-cps": t_inventory_cps,
     "inventory-edits": t_inventory_edits,
     "interfaces": t_interfaces,
     "examples": t_examples,
