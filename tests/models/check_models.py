@@ -397,6 +397,16 @@ def t_examples():
     yanglint(["-t", "config"] + inv_module() + [write("fixed.xml", fixed)])
 
 
+def t_generator_speed():
+    """50,000 devices as XML in seconds (generous bound for a loaded CI machine)."""
+    import time
+    t0 = time.monotonic()
+    gen("inventory", "-n", "50000", "-o", os.devnull)
+    dt = time.monotonic() - t0
+    print("50000 devices: %.2f s" % dt)
+    check(dt < 30, "50,000 devices took %.1f s" % dt)
+
+
 CHECKS = {
     "module": t_module,
     "inventory-xml": lambda: t_inventory("xml"),
@@ -406,6 +416,7 @@ CHECKS = {
     "inventory-edits": t_inventory_edits,
     "interfaces": t_interfaces,
     "examples": t_examples,
+    "generator-speed": t_generator_speed,
     "roadm-2.2.1": lambda: t_roadm("2.2.1"),
     "roadm-18.0.0": lambda: t_roadm("18.0.0"),
     "roadm-edits-2.2.1": lambda: t_roadm_edits("2.2.1"),
