@@ -564,18 +564,24 @@ private:
             }
             remove(cur);
             return;
-        case Op::None:
+        case Op::None: {
+            // A non-presence container has no meaning of its own: it is located even when the
+            // tree lacks it (a module without data), and dropped again when nothing lands in it.
+            const bool made = !cur;
             if (!cur) {
                 if (!lysc_is_np_cont(e->schema)) {
                     fail(ErrorTag::DataMissing, "data missing (default-operation none): " + pathOf(e),
                          pathOf(e));
                 }
-                cur = createNode(parent, e, Op::None, Placement{}, false);
-            }
-            if (type & (LYS_CONTAINER | LYS_LIST)) {
+                cur = createNode(parent, e, Op::None, Placement{}, false); // applies the children too
+            } else if (type & (LYS_CONTAINER | LYS_LIST)) {
                 applyChildren(cur, e, Op::None, false);
             }
+            if (made && !lyd_child(cur)) {
+                remove(cur);
+            }
             return;
+        }
         case Op::Create:
             if (cur && !isDefault) {
                 fail(ErrorTag::DataExists, "data already exists: " + pathOf(e), pathOf(e));

@@ -439,6 +439,22 @@ TEST_F(Edit, DefaultOperationNoneWithMissingAncestorIsDataMissing) {
     EXPECT_EQ(err.path(), "/edit-test:top/item[name='zz']");
 }
 
+TEST_F(Edit, DefaultOperationNoneLocatesThroughMissingNonPresenceContainer) {
+    Tree t;
+    apply(t, interfaces("<interface nc:operation=\"remove\"><name>eth0</name></interface>"),
+          DefaultOperation::None);
+    EXPECT_EQ(t.get(), nullptr);
+    apply(t,
+          interfaces(iface("eth0", "", "nc:operation=\"create\"") +
+                     "<interface nc:operation=\"remove\"><name>eth1</name></interface>"),
+          DefaultOperation::None);
+    EXPECT_EQ(order(t.get(), "/ietf-interfaces:interfaces/interface"), (std::vector<std::string>{"eth0"}));
+    Error err =
+        applyError(t, interfaces(iface("eth5", "<description>x</description>")), DefaultOperation::None);
+    EXPECT_EQ(err.tag(), ErrorTag::DataMissing);
+    EXPECT_EQ(err.path(), "/ietf-interfaces:interfaces/interface[name='eth5']");
+}
+
 TEST_F(Edit, DefaultOperationNoneCreatesWithExplicitOperation) {
     Tree t = target(kBase);
     apply(t, top("<item nc:operation=\"create\"><name>zz</name></item>"), DefaultOperation::None);
@@ -553,6 +569,8 @@ TEST_F(Edit, NonPresenceContainerWithDefaultsCountsAsAbsent) {
     Tree t = target(kBase);
     apply(t, top("<np nc:operation=\"create\"><text>hi</text></np>"));
     EXPECT_EQ(rec_.events, Events{"created /edit-test:top/np/text"});
+    // The container is explicit now: with-defaults explicit shows it.
+    EXPECT_NE(explicitDump(t.get()).find("<np><text>hi</text></np>"), std::string::npos);
     EXPECT_EQ(applyError(t, top("<np nc:operation=\"create\"/>")).tag(), ErrorTag::DataExists);
 }
 
