@@ -6,8 +6,6 @@
 // of a choice and the instances that must shift when undo restores a position.
 #include "edit.hpp"
 
-#include "ncstore/log.hpp"
-
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -711,7 +709,7 @@ private:
 
     /// Moves an existing user-ordered instance; reports it only when its position changes.
     void move(lyd_node* node, const Placement& place) {
-        if (place.where == Insert::Default) {
+        if (place.where == Insert::Default || place.anchor == node) {
             return;
         }
         lyd_node* parent = lyd_parent(node);

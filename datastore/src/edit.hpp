@@ -57,6 +57,10 @@ private:
 /// merge/replace/none; RFC 7950 7.8.6 / 7.7.9 insert first/last/before/after for ordered-by-user
 /// lists and leaf-lists. Default nodes (LYD_DEFAULT) in the target count as absent for create
 /// and delete (RFC 6243 basic-mode explicit); merging a value onto one makes it explicit.
+/// Creating a node of one case of a choice removes the nodes of its other cases (RFC 7950 7.9.4),
+/// reported as deletions. An edit parsed with LYD_PARSE_OPAQ may hold opaque leaves: delete and
+/// remove of a leaf without a value (`<mtu nc:operation="delete"/>`) work; any other opaque node
+/// is an invalid-value (or unknown-element) error.
 ///
 /// Every change is recorded in `undo` and reported to `observer`. On the first error throws
 /// ncstore::ds::Error (tag data-exists, data-missing, invalid-value, bad-attribute,

@@ -657,3 +657,65 @@ TEST_F(Edit, OneEntryEditOfHugeListTouchesOneRecord) {
 }
 
 } // namespace
+
+namespace {
+
+// The engine on the official Open ROADM 2.2.1 device model: deep groupings, augments and
+// leafrefs. The tree is built by edits only (mandatory nodes are not the engine's concern).
+TEST(EditOpenRoadm, MergeReplaceDeleteAndUndoOnTheDeviceModel) {
+    ly_ctx* raw = nullptr;
+    ASSERT_EQ(ly_ctx_new(NCSTORE_SHARED_DIR "/yang/openroadm/2.2.1",
+                         LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw),
+              LY_SUCCESS);
+    Context ctx{raw};
+    ASSERT_EQ(ly_ctx_set_searchdir(raw, NCSTORE_SHARED_DIR "/yang/ietf"), LY_SUCCESS);
+    ASSERT_EQ(ly_ctx_set_searchdir(raw, NCSTORE_SYSTEM_IETF_YANG_DIR), LY_SUCCESS);
+    for (const char* name : {"ietf-netconf", "org-openroadm-device"}) {
+        ASSERT_NE(ly_ctx_load_module(raw, name, nullptr, nullptr), nullptr) << name << ": " << lastError(raw);
+    }
+    auto device = [](const std::string& inner) {
+        return std::string("<org-openroadm-device xmlns=\"http://org/openroadm/device\" xmlns:nc=\"") + kNc +
+               "\">" + inner + "</org-openroadm-device>";
+    };
+    Recorder rec;
+    UndoLog undo;
+    lyd_node* tree = nullptr;
+    auto apply = [&](const std::string& xml) {
+        Tree e = parseData(raw, xml, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, 0);
+        applyEdit(&tree, e.get(), DefaultOperation::Merge, undo, rec);
+    };
+    apply(device(
+        "<shelves><shelf-name>S1</shelf-name><shelf-type>rack</shelf-type></shelves>"
+        "<shelves><shelf-name>S2</shelf-name><shelf-type>rack</shelf-type></shelves>"
+        "<circuit-packs><circuit-pack-name>CP1</circuit-pack-name><circuit-pack-type>amp</circuit-pack-type>"
+        "<shelf>S1</shelf><slot>1</slot></circuit-packs>"
+        "<circuit-packs><circuit-pack-name>CP2</circuit-pack-name><circuit-pack-type>wss</circuit-pack-type>"
+        "<shelf>S1</shelf><slot>2</slot></circuit-packs>"));
+    Tree owner{tree};
+    UndoLog setup = std::move(undo);
+    const std::string original = print(tree, LYD_XML, LYD_PRINT_WD_ALL_TAG);
+    rec.events.clear();
+
+    tree = owner.release();
+    apply(device("<circuit-packs><circuit-pack-name>CP1</circuit-pack-name>"
+                 "<administrative-state>outOfService</administrative-state></circuit-packs>"
+                 "<circuit-packs nc:operation=\"replace\"><circuit-pack-name>CP2</circuit-pack-name>"
+                 "<circuit-pack-type>wss2</circuit-pack-type><shelf>S2</shelf><slot>2</slot></circuit-packs>"
+                 "<shelves nc:operation=\"delete\"><shelf-name>S1</shelf-name></shelves>"));
+    owner.reset(tree);
+    EXPECT_EQ(
+        rec.events,
+        (Events{"deleting /org-openroadm-device:org-openroadm-device/shelves[shelf-name='S1']",
+                "created /org-openroadm-device:org-openroadm-device/circuit-packs[circuit-pack-name='CP1']/"
+                "administrative-state",
+                "modified /org-openroadm-device:org-openroadm-device/circuit-packs[circuit-pack-name='CP2']/"
+                "circuit-pack-type",
+                "modified "
+                "/org-openroadm-device:org-openroadm-device/circuit-packs[circuit-pack-name='CP2']/shelf"}));
+    tree = owner.release();
+    undo.undo(&tree);
+    owner.reset(tree);
+    EXPECT_EQ(print(owner.get(), LYD_XML, LYD_PRINT_WD_ALL_TAG), original);
+}
+
+} // namespace
