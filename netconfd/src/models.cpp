@@ -1,0 +1,107 @@
+#include "models.hpp"
+
+#include "ncstore/log.hpp"
+
+#include <unistd.h>
+
+#ifndef NCSTORE_SOURCE_YANG_DIR
+#define NCSTORE_SOURCE_YANG_DIR ""
+#endif
+#ifndef NCSTORE_INSTALLED_YANG_DIR
+#define NCSTORE_INSTALLED_YANG_DIR "/usr/share/ncstore/yang"
+#endif
+#ifndef NCSTORE_IETF_YANG_DIR
+#define NCSTORE_IETF_YANG_DIR "/usr/share/yuma/modules/ietf"
+#endif
+
+namespace ncstore::netconfd {
+
+namespace {
+
+bool hasYang(const std::filesystem::path& dir) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        if (e.path().extension() == ".yang") {
+            return true;
+        }
+    }
+    return false;
+}
+
+/// The bundled models directory, when it holds modules. Subdirectories are not scanned: they
+/// may hold other releases of the same modules.
+std::vector<std::filesystem::path> modelDirs(const std::filesystem::path& root) {
+    if (root.empty() || !hasYang(root)) {
+        return {};
+    }
+    return {root};
+}
+
+void load(ly_ctx* ctx, const std::string& name, const char* revision, const char** features) {
+    if (!ly_ctx_load_module(ctx, name.c_str(), revision, features)) {
+        throw YangError("cannot load YANG module " + name, ctx);
+    }
+}
+
+} // namespace
+
+std::filesystem::path bundledModelsDir() {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec && exe.string().rfind("/usr/", 0) == 0) {
+        const std::filesystem::path installed = NCSTORE_INSTALLED_YANG_DIR;
+        return std::filesystem::is_directory(installed / "openroadm") ? installed / "openroadm" : installed;
+    }
+    return NCSTORE_SOURCE_YANG_DIR;
+}
+
+std::filesystem::path systemIetfDir() {
+    return NCSTORE_IETF_YANG_DIR;
+}
+
+Context buildContext(const ModelOptions& options) {
+    ly_ctx* raw = nullptr;
+    // ietf-yang-library stays implemented: libnetconf2 and <get> need it.
+    if (ly_ctx_new(nullptr, LY_CTX_DISABLE_SEARCHDIR_CWD, &raw) != LY_SUCCESS) {
+        throw YangError("cannot create libyang context");
+    }
+    Context ctx{raw};
+
+    std::vector<std::filesystem::path> loadAll = options.yangDirs;
+    if (options.defaultModels) {
+        for (const auto& d : modelDirs(options.bundledDir)) {
+            loadAll.push_back(d);
+        }
+    }
+    std::vector<std::filesystem::path> search = loadAll;
+    search.insert(search.end(), options.searchDirs.begin(), options.searchDirs.end());
+    // The IETF directory comes last: a user's directory may carry newer revisions.
+    search.push_back(options.ietfDir);
+    for (const auto& d : search) {
+        if (ly_ctx_set_searchdir(ctx.get(), d.c_str()) != LY_SUCCESS) {
+            throw YangError("cannot add YANG search directory " + d.string(), ctx.get());
+        }
+    }
+
+    // Exactly the features implemented: libnetconf2 advertises a capability per feature.
+    const char* netconfFeatures[] = {
+        "writable-running", "candidate", "rollback-on-error", "validate", "startup", "xpath", nullptr};
+    load(ctx.get(), "ietf-netconf", "2011-06-01", netconfFeatures);
+    load(ctx.get(), "ietf-netconf-with-defaults", nullptr, nullptr);
+    load(ctx.get(), "ietf-netconf-monitoring", nullptr, nullptr);
+
+    const char* allFeatures[] = {"*", nullptr};
+    if (options.defaultModels) {
+        load(ctx.get(), "iana-if-type", nullptr, nullptr);
+        load(ctx.get(), "ietf-interfaces", "2014-05-08", allFeatures);
+    }
+    for (const auto& d : loadAll) {
+        for (const auto& name : modulesInDir(d)) {
+            NCS_LOG(debug) << "loading YANG module " << name << " from " << d.string();
+            load(ctx.get(), name, nullptr, allFeatures);
+        }
+    }
+    return ctx;
+}
+
+} // namespace ncstore::netconfd

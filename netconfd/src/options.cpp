@@ -1,0 +1,144 @@
+#include "options.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace po = boost::program_options;
+
+namespace ncstore::netconfd {
+
+namespace {
+
+po::options_description fileOptions(ServerConfig& c) {
+    po::options_description d("Server options (also accepted as `key = value` in --config FILE)");
+    // clang-format off
+    d.add_options()
+        ("data-dir", po::value<std::string>()->default_value(c.dataDir.string()),
+            "directory of ncstore.db, host keys, users file and authorized_keys/<user>")
+        ("listen", po::value<std::string>(&c.listen)->default_value(c.listen), "address to listen on")
+        ("port", po::value<unsigned>()->default_value(c.port), "TCP port; 0 picks a free port")
+        ("yang-dir", po::value<std::vector<std::string>>()->composing(),
+            "load every YANG module in this directory (repeatable)")
+        ("yang-search-dir", po::value<std::vector<std::string>>()->composing(),
+            "search this directory for imported modules only (repeatable)")
+        ("no-default-models", po::bool_switch(), "do not load ietf-interfaces, iana-if-type and the bundled Open ROADM models")
+        ("durability", po::value<std::string>(&c.durability)->default_value(c.durability),
+            "full | normal | off: what an acknowledged write survives")
+        ("log-level", po::value<std::string>(&c.logLevel)->default_value(c.logLevel),
+            "trace | debug | info | warning | error")
+        ("log-file", po::value<std::string>(&c.logFile), "log to this file instead of stderr")
+        ("idle-timeout", po::value<unsigned>(&c.idleTimeout)->default_value(c.idleTimeout),
+            "seconds after which an idle session is closed; 0 = never")
+        ("max-message-size", po::value<std::uint64_t>(&c.maxMessageSize)->default_value(c.maxMessageSize),
+            "close a session that sends a message larger than this many bytes")
+        ("max-sessions", po::value<unsigned>(&c.maxSessions)->default_value(c.maxSessions),
+            "concurrent NETCONF sessions; more are refused")
+        ("auth-timeout", po::value<unsigned>(&c.authTimeout)->default_value(c.authTimeout),
+            "seconds a client has to authenticate")
+        ("auth-attempts", po::value<unsigned>(&c.authAttempts)->default_value(c.authAttempts),
+            "failed authentications before a client is dropped")
+        ("stats-interval", po::value<unsigned>(&c.statsInterval)->default_value(c.statsInterval),
+            "seconds between statistics log lines; 0 = only at exit")
+        ("print-port-file", po::value<std::string>(), "write the bound port to this file once listening");
+    // clang-format on
+    return d;
+}
+
+} // namespace
+
+CommandLine parseCommandLine(int argc, const char* const argv[]) {
+    CommandLine out;
+    ServerConfig& c = out.config;
+
+    po::options_description generic("General");
+    // clang-format off
+    generic.add_options()
+        ("help,h", "print this help and exit")
+        ("version", "print the version and exit")
+        ("config", po::value<std::string>(), "read options from this INI file (`key = value`)")
+        ("add-user", po::value<std::string>(),
+            "add (or change) user NAME: the password is read from stdin; then exit");
+    // clang-format on
+    po::options_description server = fileOptions(c);
+    po::options_description all(
+        "ncstored - NETCONF server with an SQLite datastore\n\nUsage: ncstored [options]");
+    all.add(generic).add(server);
+
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+        if (vm.count("config")) {
+            const auto file = vm["config"].as<std::string>();
+            std::ifstream in(file);
+            if (!in) {
+                throw OptionsError("cannot read config file " + file);
+            }
+            po::store(po::parse_config_file(in, server), vm);
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw OptionsError(e.what());
+    }
+
+    std::ostringstream help;
+    help << all;
+    out.helpText = help.str();
+
+    if (vm.count("help")) {
+        out.action = Action::Help;
+        return out;
+    }
+    if (vm.count("version")) {
+        out.action = Action::Version;
+        return out;
+    }
+    if (vm.count("add-user")) {
+        out.action = Action::AddUser;
+        out.addUser = vm["add-user"].as<std::string>();
+    }
+
+    c.dataDir = vm["data-dir"].as<std::string>();
+    const unsigned port = vm["port"].as<unsigned>();
+    if (port > std::numeric_limits<std::uint16_t>::max()) {
+        throw OptionsError("--port " + std::to_string(port) + " is not a TCP port");
+    }
+    c.port = static_cast<std::uint16_t>(port);
+    if (vm.count("yang-dir")) {
+        for (const auto& d : vm["yang-dir"].as<std::vector<std::string>>()) {
+            c.yangDirs.emplace_back(d);
+        }
+    }
+    if (vm.count("yang-search-dir")) {
+        for (const auto& d : vm["yang-search-dir"].as<std::vector<std::string>>()) {
+            c.yangSearchDirs.emplace_back(d);
+        }
+    }
+    c.defaultModels = !vm["no-default-models"].as<bool>();
+    if (vm.count("print-port-file")) {
+        c.portFile = vm["print-port-file"].as<std::string>();
+    }
+    if (c.durability != "full" && c.durability != "normal" && c.durability != "off") {
+        throw OptionsError("--durability must be full, normal or off, not '" + c.durability + "'");
+    }
+    if (c.idleTimeout > std::numeric_limits<std::uint16_t>::max()) {
+        throw OptionsError("--idle-timeout is at most 65535 seconds");
+    }
+    if (c.authTimeout == 0 || c.authTimeout > std::numeric_limits<std::uint16_t>::max()) {
+        throw OptionsError("--auth-timeout must be 1..65535 seconds");
+    }
+    if (c.authAttempts == 0 || c.authAttempts > std::numeric_limits<std::uint16_t>::max()) {
+        throw OptionsError("--auth-attempts must be 1..65535");
+    }
+    if (c.maxSessions == 0) {
+        throw OptionsError("--max-sessions must be at least 1");
+    }
+    if (c.maxMessageSize < 4096) {
+        throw OptionsError("--max-message-size must be at least 4096 bytes");
+    }
+    return out;
+}
+
+} // namespace ncstore::netconfd

@@ -1,0 +1,54 @@
+// Command line and configuration file of ncstored.
+//
+// Promises: every option is accepted on the command line and, without the leading dashes, as
+// `key = value` in the INI file named by --config (the command line wins). Invalid input throws
+// OptionsError with a message meant for the operator; nothing here touches the file system
+// except reading the config file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ncstore::netconfd {
+
+class OptionsError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct ServerConfig {
+    std::filesystem::path dataDir = "ncstore-data";
+    std::string listen = "127.0.0.1";
+    std::uint16_t port = 8830;                         ///< 0: the kernel picks a free port
+    std::vector<std::filesystem::path> yangDirs;       ///< every module in them is loaded
+    std::vector<std::filesystem::path> yangSearchDirs; ///< imports only
+    bool defaultModels = true;
+    std::string durability = "full";
+    std::string logLevel = "info";
+    std::string logFile;
+    unsigned idleTimeout = 0; ///< seconds; 0: never drop idle sessions
+    std::uint64_t maxMessageSize = 256ull * 1024 * 1024;
+    unsigned maxSessions = 512;
+    unsigned authTimeout = 10;   ///< seconds for SSH authentication
+    unsigned authAttempts = 3;   ///< failed SSH authentications before the client is dropped
+    unsigned statsInterval = 60; ///< seconds between statistics log lines; 0: only at exit
+    std::filesystem::path portFile;
+};
+
+enum class Action { Run, Help, Version, AddUser };
+
+struct CommandLine {
+    Action action = Action::Run;
+    ServerConfig config;
+    std::string addUser; ///< with Action::AddUser
+    std::string helpText;
+};
+
+/// Parses argv (and the --config file it names). Throws OptionsError.
+CommandLine parseCommandLine(int argc, const char* const argv[]);
+
+} // namespace ncstore::netconfd
