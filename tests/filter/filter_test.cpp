@@ -296,6 +296,41 @@ TEST_F(FilterTest, OrderedByUserListKeepsDataOrder) {
               (std::vector<std::string>{"c", "a", "b"}));
 }
 
+TEST_F(FilterTest, SelectionOfKeyListsEveryEntryWithKeyOnly) {
+    auto out = sub("<interfaces" + ns(kIf) + "><interface><name/></interface></interfaces>");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), (std::vector<std::string>{"eth0", "eth1", "lo"}));
+    EXPECT_EQ(count(out, std::string(kIfs) + "/type"), 0u);
+}
+
+TEST_F(FilterTest, SelectionOfLeafList) {
+    auto out = sub("<devices" + ns(kFt) + "><device><id>d1</id><tag/></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/tag"), (std::vector<std::string>{"red", "blue"}));
+    EXPECT_EQ(count(out, std::string(kDevs) + "/status"), 0u);
+}
+
+TEST_F(FilterTest, NestedContentMatchSelectsItsContainerWhole) {
+    auto out = sub("<devices" + ns(kFt) + "><device><info><vendor>acme</vendor></info></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), std::vector<std::string>{"d1"});
+    EXPECT_EQ(values(out, std::string(kDevs) + "/info/model"), std::vector<std::string>{"x1"});
+    EXPECT_EQ(count(out, std::string(kDevs) + "/status"), 0u);
+}
+
+TEST_F(FilterTest, SubtreeOfEmptyDatastoreIsEmpty) {
+    EXPECT_FALSE(filter::subtreeOfXml(nullptr, ctx.get(), "<interfaces" + ns(kIf) + "/>"));
+}
+
+TEST_F(FilterTest, UnknownSelectionNextToKeyReturnsKeyOnly) {
+    auto out = sub("<devices" + ns(kFt) + "><device><id>d1</id><nothing-here/></device></devices>");
+    EXPECT_EQ(values(out, std::string(kDevs) + "/id"), std::vector<std::string>{"d1"});
+    EXPECT_EQ(count(out, std::string(kDevs) + "/status"), 0u);
+}
+
+TEST_F(FilterTest, XPathKeyLeafOnly) {
+    auto out = filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface/name");
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), (std::vector<std::string>{"eth0", "eth1", "lo"}));
+    EXPECT_EQ(count(out, std::string(kIfs) + "/type"), 0u);
+}
+
 TEST_F(FilterTest, XPathLeafComesWithAncestorsAndKeys) {
     auto out = filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface[name='eth0']/type");
     EXPECT_EQ(count(out, kIfs), 1u);
