@@ -45,10 +45,28 @@ std::string readPayload(const std::string& source) {
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// utime + stime of process `pid` (all threads) from /proc/<pid>/stat; nullopt when unreadable.
+/// CPU seconds of process `pid`: the sum of its live threads' on-CPU time from
+/// /proc/<pid>/task/*/schedstat (nanoseconds). Threads that exit between two readings are missed,
+/// but /proc/<pid>/stat's clock ticks (10 ms) are too coarse for a 1 ms request; that file is
+/// only the fallback.
 std::optional<double> processCpuSeconds(long pid) {
     if (pid <= 0) {
         return std::nullopt;
+    }
+    std::error_code ec;
+    double nanoseconds = 0;
+    bool any = false;
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream schedstat(task.path() / "schedstat");
+        double onCpu = 0;
+        if (schedstat >> onCpu) {
+            nanoseconds += onCpu;
+            any = true;
+        }
+    }
+    if (any) {
+        return nanoseconds / 1e9;
     }
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     const std::string text((std::istreambuf_iterator<char>(in)), {});
