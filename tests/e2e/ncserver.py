@@ -275,9 +275,13 @@ def all_config(m, source="running"):
 
 
 def reset(m):
-    """Best effort: empty ietf-interfaces in running and candidate, empty startup."""
+    """Best effort: empty ietf-interfaces in running (a remove on the container, or when that
+    leaves entries, a copy-config of an empty configuration), candidate = running, empty
+    startup. The operations themselves are tested elsewhere."""
     for op in (lambda: m.edit_config(target="running", config=config(
                    attrs=' xmlns:nc="%s" nc:operation="remove"' % NC)),
+               lambda: interfaces(m) and m.copy_config(
+                   source='<source xmlns="%s"><config/></source>' % NC, target="running"),
                lambda: m.discard_changes(),
                lambda: m.delete_config(target="startup")):
         try:

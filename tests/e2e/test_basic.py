@@ -3,6 +3,7 @@ real SSH against the real ncstored."""
 
 import pytest
 from ncclient.operations.rpc import RPCError
+from ncclient.xml_ import to_ele
 
 from ncserver import NC, IF, NS, config, iface, interfaces, all_config
 
@@ -125,6 +126,22 @@ def test_remove_is_silent_when_missing(m):
     assert interfaces(m) == {}
 
 
+@pytest.mark.parametrize("op", ["delete", "remove", "replace"])
+def test_operation_on_top_level_container(m, op):
+    m.edit_config(target="running", config=config(iface("eth0"), iface("eth1")))
+    m.edit_config(target="running", config=config(attrs=' xmlns:nc="%s" nc:operation="%s"' % (NC, op)))
+    assert interfaces(m) == {}
+
+
+def test_delete_of_missing_container_is_data_missing(m):
+    m.edit_config(target="running", config=config(iface("eth0")))
+    m.edit_config(target="running", config=config(iface("eth0", type_=None, op="delete")))
+    with pytest.raises(RPCError) as e:
+        m.edit_config(target="running", config=config(
+            '<interface><name>eth0</name><description xmlns:nc="%s" nc:operation="delete"/></interface>' % NC))
+    assert e.value.tag == "data-missing"
+
+
 def test_default_operation_none_changes_nothing_without_operation(m):
     m.edit_config(target="running", config=config(iface("eth0", description="keep")))
     m.edit_config(target="running", default_operation="none",
@@ -193,7 +210,11 @@ def test_stop_on_error_accepted(m):
 def test_missing_mandatory_leaf_refused(m):
     with pytest.raises(RPCError) as e:
         m.edit_config(target="running", config=config(iface("eth0", type_=None)))
+    # RFC 7950 names no error-tag for a missing mandatory leaf (§8.3.3); accept the usual ones.
     assert e.value.tag in ("data-missing", "missing-element", "operation-failed", "invalid-value")
+    # error-path, when given, is an instance identifier (not a libyang log location).
+    if e.value.path:
+        assert e.value.path.strip().startswith("/"), e.value.path
     assert interfaces(m) == {}
 
 
@@ -259,9 +280,9 @@ def test_candidate_follows_running_when_unmodified(m):
 def test_validate_candidate_and_inline(m):
     m.edit_config(target="candidate", config=config(iface("eth0")))
     assert m.validate(source="candidate").ok
-    assert m.validate(source=config(iface("eth1"))).ok
+    assert m.validate(source=to_ele(config(iface("eth1")))).ok
     with pytest.raises(RPCError):
-        m.validate(source=config(iface("eth1", type_=None)))
+        m.validate(source=to_ele(config(iface("eth1", type_=None))))
 
 
 def test_get_includes_config(m):
