@@ -55,6 +55,12 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
     deleteRange_ = std::make_unique<SQLite::Statement>(
         db_, "DELETE FROM records WHERE ds=?1 AND (path=?2 OR (path>=?2||'/' AND path<?2||'0'))");
     deleteAll_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=?");
+    patch_ =
+        std::make_unique<SQLite::Statement>(db_, "INSERT INTO patches(ds, path, value) VALUES(?, ?, ?) "
+                                                 "ON CONFLICT(ds, path) DO UPDATE SET value=excluded.value");
+    deletePatchRange_ = std::make_unique<SQLite::Statement>(
+        db_, "DELETE FROM patches WHERE ds=?1 AND (path=?2 OR (path>=?2||'/' AND path<?2||'0'))");
+    deleteAllPatches_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=?");
 } catch (const SQLite::Exception& e) {
     failOpen(file, e.what());
 }
@@ -83,6 +89,14 @@ void Persistence::migrate() {
                  " parent TEXT NOT NULL,"
                  " data BLOB NOT NULL,"
                  " UNIQUE(ds, path))");
+        // A leaf merge writes a patch row (leaf path, value) instead of rewriting the record;
+        // rewriting or deleting the record drops the patches below it.
+        db_.exec("CREATE TABLE IF NOT EXISTS patches("
+                 " id INTEGER PRIMARY KEY,"
+                 " ds INTEGER NOT NULL,"
+                 " path TEXT NOT NULL,"
+                 " value TEXT NOT NULL,"
+                 " UNIQUE(ds, path))");
         db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '1')");
     }
     // Later versions: `if (version < 2) { ALTER ...; UPDATE meta ... }`, each in this transaction.
@@ -105,6 +119,19 @@ void Persistence::load(
     }
 }
 
+void Persistence::loadPatches(Datastore ds,
+                              const std::function<void(const std::string&, const std::string&)>& fn) {
+    try {
+        SQLite::Statement q(db_, "SELECT path, value FROM patches WHERE ds=? ORDER BY id");
+        q.bind(1, static_cast<int>(ds));
+        while (q.executeStep()) {
+            fn(q.getColumn(0).getString(), q.getColumn(1).getString());
+        }
+    } catch (const SQLite::Exception& e) {
+        failOpen(file_, e.what());
+    }
+}
+
 std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<const ChangeSet*>& batch) {
     std::uint64_t written = 0;
     std::uint64_t deleted = 0;
@@ -114,6 +141,10 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
         for (const RecordOp& op : cs->ops) {
             switch (op.kind) {
             case RecordOp::Kind::Upsert:
+                deletePatchRange_->bind(1, ds);
+                deletePatchRange_->bindNoCopy(2, op.path);
+                deletePatchRange_->exec();
+                deletePatchRange_->reset();
                 upsert_->bind(1, ds);
                 upsert_->bindNoCopy(2, op.path);
                 upsert_->bindNoCopy(3, op.parent);
@@ -127,11 +158,26 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
                 deleteRange_->bindNoCopy(2, op.path);
                 deleted += static_cast<std::uint64_t>(deleteRange_->exec());
                 deleteRange_->reset();
+                deletePatchRange_->bind(1, ds);
+                deletePatchRange_->bindNoCopy(2, op.path);
+                deletePatchRange_->exec();
+                deletePatchRange_->reset();
+                break;
+            case RecordOp::Kind::Patch:
+                patch_->bind(1, ds);
+                patch_->bindNoCopy(2, op.path);
+                patch_->bindNoCopy(3, op.data);
+                patch_->exec();
+                patch_->reset();
+                ++written;
                 break;
             case RecordOp::Kind::DeleteAll:
                 deleteAll_->bind(1, ds);
                 deleted += static_cast<std::uint64_t>(deleteAll_->exec());
                 deleteAll_->reset();
+                deleteAllPatches_->bind(1, ds);
+                deleteAllPatches_->exec();
+                deleteAllPatches_->reset();
                 break;
             }
         }

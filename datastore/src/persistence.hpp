@@ -20,6 +20,7 @@ struct RecordOp {
         Upsert,      ///< write record `path`
         DeleteRange, ///< delete record `path` and every record below it
         DeleteAll,   ///< delete every record of the datastore
+        Patch,       ///< the leaf at `path` now has the value `data` (its record is not rewritten)
     };
     Kind kind;
     std::string path;
@@ -46,6 +47,9 @@ public:
     /// Calls fn(path, parent, data) for every record of `ds` in insertion order.
     void load(Datastore ds, const std::function<void(const std::string& path, const std::string& parent,
                                                      const std::string& data)>& fn);
+    /// Calls fn(leaf path, value) for every leaf patch of `ds`, oldest first.
+    void loadPatches(Datastore ds,
+                     const std::function<void(const std::string& path, const std::string& value)>& fn);
 
     /// Applies the change sets in ONE transaction and makes it durable. Throws on failure
     /// after rolling the transaction back. Returns (records written, records deleted).
@@ -60,6 +64,9 @@ private:
     std::unique_ptr<SQLite::Statement> upsert_;
     std::unique_ptr<SQLite::Statement> deleteRange_;
     std::unique_ptr<SQLite::Statement> deleteAll_;
+    std::unique_ptr<SQLite::Statement> patch_;
+    std::unique_ptr<SQLite::Statement> deletePatchRange_;
+    std::unique_ptr<SQLite::Statement> deleteAllPatches_;
 };
 
 /// Online backup of `file` to `dest` through SQLite's backup API.

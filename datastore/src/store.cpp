@@ -1,6 +1,7 @@
 #include "edit.hpp"
 #include "persistence.hpp"
 #include "records.hpp"
+#include "validation.hpp"
 #include "writer.hpp"
 
 #include "ncstore/datastore.hpp"
@@ -72,13 +73,29 @@ private:
 };
 
 /// Collects the records an edit touches, in the order they were touched.
+/// Also plans the validation the edit needs (see validation.hpp).
 class Collector : public detail::ChangeObserver {
 public:
+    explicit Collector(detail::ValidationPlanner* planner) : planner_(planner) {}
+
     void created(const lyd_node* node) override {
         detail::forEachRecordIn(node, [this](const lyd_node* r) { touch(pathOf(r)); });
-        touch(pathOf(detail::recordRoot(node)));
+        const lyd_node* root = detail::recordRoot(node);
+        touch(pathOf(root));
+        planLocal(root);
     }
-    void modified(const lyd_node* node) override { touch(pathOf(detail::recordRoot(node))); }
+    void modified(const lyd_node* node) override {
+        const lyd_node* root = detail::recordRoot(node);
+        if (node->schema && node->schema->nodetype == LYS_LEAF) {
+            // A value change: a small patch row instead of rewriting the record.
+            patches_.emplace_back(pathOf(root), pathOf(node));
+        } else {
+            touch(pathOf(root));
+        }
+        if (!(planner_ && planner_->leafIsFree(node->schema))) {
+            planLocal(root);
+        }
+    }
     void deleting(const lyd_node* node) override {
         const lyd_node* root = detail::recordRoot(node);
         if (root == node || mayHoldRecords(node)) {
@@ -86,8 +103,16 @@ public:
         }
         if (root != node) {
             touch(pathOf(root));
+            planLocal(root);
+        } else if (!isLocal(root)) {
+            needFullValidation_ = true;
         }
     }
+
+    /// True when only whole-tree validation can judge the edit.
+    bool needFullValidation() const { return needFullValidation_ || localChecks_.size() > kMaxLocalChecks; }
+    /// Records to validate on their own (when needFullValidation() is false).
+    const std::vector<std::string>& localChecks() const { return localChecks_; }
 
     /// Marks the records that validation changed (defaults are not stored, so only deletions
     /// and explicit nodes matter).
@@ -119,7 +144,7 @@ public:
         }
     }
 
-    bool empty() const { return rangeDeletes_.empty() && touched_.empty(); }
+    bool empty() const { return rangeDeletes_.empty() && touched_.empty() && patches_.empty(); }
 
     /// The change set: range deletes first, then the touched records as they are now.
     ChangeSet build(Datastore ds, const lyd_node* tree) const {
@@ -137,6 +162,16 @@ public:
             }
             (lyd_parent(found) ? entries : shells).push_back(found);
         }
+        std::unordered_set<std::string> patched;
+        for (auto it = patches_.rbegin(); it != patches_.rend(); ++it) {
+            const auto& [record, leaf] = *it;
+            lyd_node* found = nullptr;
+            if (seen_.count(record) || !patched.insert(leaf).second || !tree ||
+                lyd_find_path(tree, leaf.c_str(), 0, &found) != LY_SUCCESS || !found) {
+                continue; // the record is rewritten anyway, or the leaf is gone with its record
+            }
+            cs.ops.push_back({RecordOp::Kind::Patch, leaf, {}, lyd_get_value(found)});
+        }
         for (const auto* list : {&shells, &entries}) {
             for (const lyd_node* r : *list) {
                 cs.ops.push_back({RecordOp::Kind::Upsert, pathOf(r),
@@ -148,6 +183,19 @@ public:
     }
 
 private:
+    // Past this many entries, one whole validation costs less than copying each entry.
+    static constexpr std::size_t kMaxLocalChecks = 256;
+
+    bool isLocal(const lyd_node* root) const {
+        return planner_ && detail::isSplitEntry(root) && planner_->recordIsLocal(root->schema);
+    }
+    void planLocal(const lyd_node* root) {
+        if (!isLocal(root)) {
+            needFullValidation_ = true;
+        } else if (!needFullValidation_ && localSeen_.insert(root).second) {
+            localChecks_.push_back(pathOf(root));
+        }
+    }
     static bool mayHoldRecords(const lyd_node* node) {
         for (const lyd_node* p = node; p; p = lyd_parent(p)) {
             if (!p->schema || p->schema->nodetype != LYS_CONTAINER) {
@@ -161,7 +209,12 @@ private:
             touched_.push_back(std::move(path));
         }
     }
+    detail::ValidationPlanner* planner_;
+    bool needFullValidation_ = false;
+    std::vector<std::string> localChecks_;
+    std::unordered_set<const lyd_node*> localSeen_;
     std::vector<std::string> rangeDeletes_;
+    std::vector<std::pair<std::string, std::string>> patches_; // (record path, leaf path)
     std::vector<std::string> touched_;
     std::unordered_set<std::string> seen_;
 };
@@ -221,6 +274,9 @@ public:
                                                     : " (newest backup: " + backup + ")"));
                 }
                 forest.reset(loader.release());
+                p.loadPatches(ds, [&](const std::string& path, const std::string& value) {
+                    applyPatch(forest, path, value);
+                });
             }
             {
                 RawTree raw(forest);
@@ -234,6 +290,34 @@ public:
             }
             trees_[index(ds)] = std::move(forest);
         }
+    }
+
+    void applyPatch(Tree& forest, const std::string& path, const std::string& value) {
+        lyd_node* leaf = nullptr;
+        if (forest && lyd_find_path(forest.get(), path.c_str(), 0, &leaf) == LY_SUCCESS && leaf) {
+            const LY_ERR rc = lyd_change_term(leaf, value.c_str());
+            if (rc == LY_SUCCESS || rc == LY_EEXIST || rc == LY_ENOT) {
+                return;
+            }
+        } else {
+            // The leaf held its default when the patch was written: defaults are not stored.
+            lyd_node* created = nullptr;
+            RawTree raw(forest);
+            if (lyd_new_path(raw.get(), raw.get() ? nullptr : ctx_, path.c_str(), value.c_str(),
+                             LYD_NEW_PATH_UPDATE, &created) == LY_SUCCESS &&
+                created) {
+                if (!raw.get()) {
+                    while (lyd_parent(created)) {
+                        created = lyd_parent(created);
+                    }
+                    *raw.ptr() = created;
+                }
+                return;
+            }
+        }
+        throw Error(ErrorTag::OperationFailed, "the datastore " + options_.file.string() +
+                                                   " holds a patch that does not apply: " + path + " = " +
+                                                   value + ": " + lastError(ctx_));
     }
 
     static std::size_t index(Datastore ds) { return static_cast<std::size_t>(ds); }
@@ -290,7 +374,7 @@ public:
                 ensureCandidateOwn();
             }
             Tree& tree = trees_[index(ds)];
-            Collector collector;
+            Collector collector(&planner_);
             detail::UndoLog undo;
             auto t0 = Clock::now();
             try {
@@ -311,9 +395,12 @@ public:
 
             t0 = Clock::now();
             if (options.testOption != TestOption::Set) {
+                const bool localOk = !collector.needFullValidation() &&
+                                     validateLocally(tree.get(), collector.localChecks(),
+                                                     options.testOption != TestOption::TestOnly);
                 lyd_node* diff = nullptr;
-                LY_ERR rc;
-                {
+                LY_ERR rc = LY_SUCCESS;
+                if (!localOk) {
                     RawTree raw(tree);
                     rc = raw.get() ? lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, &diff) : LY_SUCCESS;
                 }
@@ -360,6 +447,42 @@ public:
             throw *stopError;
         }
         return timing;
+    }
+
+    /// Validates each record on its own (a copy with its container chain). False when one fails
+    /// or is gone: the caller then validates the whole tree, whose verdict is the real one.
+    bool validateLocally(lyd_node* tree, const std::vector<std::string>& paths, bool addDefaults) {
+        std::vector<lyd_node*> roots;
+        for (const auto& path : paths) {
+            lyd_node* root = nullptr;
+            if (!tree || lyd_find_path(tree, path.c_str(), 0, &root) != LY_SUCCESS || !root) {
+                continue; // created and deleted again by the same edit
+            }
+            lyd_node* copy = nullptr;
+            if (lyd_dup_single(root, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_PARENTS, &copy) !=
+                LY_SUCCESS) {
+                return false;
+            }
+            while (lyd_parent(copy)) {
+                copy = lyd_parent(copy);
+            }
+            Tree owned{copy};
+            lyd_node* top = owned.release();
+            const LY_ERR rc = lyd_validate_all(&top, ctx_, kValidateOpts, nullptr);
+            owned.reset(top);
+            if (rc != LY_SUCCESS) {
+                return false;
+            }
+            roots.push_back(root);
+        }
+        if (addDefaults) {
+            for (lyd_node* root : roots) {
+                if (lyd_new_implicit_tree(root, LYD_IMPLICIT_NO_STATE, nullptr) != LY_SUCCESS) {
+                    return false;
+                }
+            }
+        }
+        return true;
     }
 
     void restoreCandidate(bool hadOwnCandidate) {
@@ -441,6 +564,7 @@ public:
 
     const ly_ctx* ctx_;
     StoreOptions options_;
+    detail::ValidationPlanner planner_{ctx_};
     mutable std::shared_mutex mutex_;
     Tree trees_[3];
     bool candidateOwn_ = false;

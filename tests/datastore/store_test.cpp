@@ -174,6 +174,35 @@ TEST_F(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
     EXPECT_EQ(after.recordsDeleted - before.recordsDeleted, 0u);
 }
 
+TEST_F(StoreTest, LeafMergesSurviveReopenAndRecordRewrites) {
+    const std::string ns = "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "
+                           "xmlns:ianaift=\"urn:ietf:params:xml:ns:yang:iana-if-type\">";
+    {
+        auto s = open();
+        // "enabled" left to its default (true), then merged explicitly: a patch of a default leaf.
+        edit(*s, ns +
+                     "<interface><name>a</name><type>ianaift:ethernetCsmacd</type></interface>"
+                     "<interface><name>b</name><type>ianaift:ethernetCsmacd</type></interface></interfaces>");
+        edit(*s, ns + "<interface><name>a</name><enabled>false</enabled></interface></interfaces>");
+        edit(*s, ns + "<interface><name>b</name><description>first</description></interface></interfaces>");
+        edit(*s, ns + "<interface><name>b</name><description>second</description></interface></interfaces>");
+    }
+    auto s = open();
+    const std::string dumped = dump(*s, Datastore::Running);
+    const auto a = dumped.find("<name>a</name>");
+    ASSERT_NE(a, std::string::npos) << dumped;
+    EXPECT_NE(dumped.substr(a, dumped.find("</interface>", a) - a).find("<enabled>false</enabled>"),
+              std::string::npos)
+        << dumped;
+    EXPECT_NE(dumped.find("<description>second</description>"), std::string::npos) << dumped;
+    // Replacing the entry rewrites its record; the older patch must not come back.
+    edit(*s, ns + "<interface xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" nc:operation=\"replace\">"
+                  "<name>b</name><type>ianaift:ethernetCsmacd</type></interface></interfaces>");
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s, Datastore::Running).find("<description>"), std::string::npos);
+}
+
 TEST_F(StoreTest, ConcurrentCommitsShareTransactions) {
     constexpr int kThreads = 16;
     constexpr int kEach = 50;
