@@ -7,6 +7,7 @@
 #include "edit.hpp"
 
 #include <cstring>
+#include <list>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -151,29 +152,65 @@ lyd_node* mustFind(lyd_node* forest, const std::string& path) {
     return node;
 }
 
-/// Puts the linked `node` right after the instance at `anchorPath` ("" = first instance).
-/// System-ordered instances cannot be placed with lyd_insert_after/before, so the instances that
-/// must follow `node` are moved behind it one by one (only undo needs this).
+/// Puts the linked user-ordered `node` right after the instance at `anchorPath` ("" = first).
 void restorePosition(lyd_node** forest, lyd_node* node, const std::string& anchorPath) {
-    lyd_node* parent = lyd_parent(node);
     lyd_node* anchor = anchorPath.empty() ? nullptr : mustFind(*forest, anchorPath);
-    lyd_node* follower = anchor ? anchor->next : firstInstance(siblingsOf(parent, *forest), node->schema);
+    lyd_node* follower =
+        anchor ? anchor->next : firstInstance(siblingsOf(lyd_parent(node), *forest), node->schema);
     if (follower == node) {
         return;
     }
-    if (lysc_is_userordered(node->schema)) {
-        if (anchor) {
-            checkLy(lyd_insert_after(anchor, node), "restoring the position of", node);
-        } else {
-            checkLy(lyd_insert_before(follower, node), "restoring the position of", node);
-        }
+    if (anchor) {
+        checkLy(lyd_insert_after(anchor, node), "restoring the position of", node);
     } else {
-        while (follower && follower != node) {
-            lyd_node* next = follower->next;
-            unlinkNode(forest, follower);
-            linkNode(forest, parent, follower);
-            follower = next;
+        checkLy(lyd_insert_before(follower, node), "restoring the position of", node);
+    }
+    fixFirst(forest);
+}
+
+bool isSystemOrderedInstance(const lyd_node* node) {
+    return isMultiInstance(node->schema) && !lysc_is_userordered(node->schema);
+}
+
+/// Re-inserts a run of deleted instances of one system-ordered (leaf-)list (`run`, in undo
+/// order) at their former positions. libyang 2.1.30 can only append such instances, so the
+/// wanted order is worked out first and the instances that must move are appended once each:
+/// O(instances + run) for the whole run, where placing them one by one is quadratic when a
+/// large deletion (say a replace that dropped 10k interfaces) is rolled back.
+void restoreSystemOrderedRun(lyd_node** forest, const std::string& parentPath,
+                             std::vector<std::unique_ptr<UndoLog::Entry>>& run) {
+    lyd_node* parent = parentPath.empty() ? nullptr : mustFind(*forest, parentPath);
+    const lysc_node* schema = run.front()->subtree->schema;
+    std::list<lyd_node*> wanted;
+    std::unordered_map<const lyd_node*, std::list<lyd_node*>::iterator> where;
+    for (lyd_node* i = firstInstance(siblingsOf(parent, *forest), schema); i && i->schema == schema;
+         i = i->next) {
+        where[i] = wanted.insert(wanted.end(), i);
+    }
+    for (auto& entry : run) {
+        lyd_node* node = entry->subtree.get();
+        linkNode(forest, parent, node);
+        entry->subtree.release();
+        auto at = wanted.begin();
+        if (!entry->anchor.empty()) {
+            auto anchor = where.find(mustFind(*forest, entry->anchor));
+            if (anchor == where.end()) {
+                throw Error(ErrorTag::OperationFailed,
+                            "undo: " + entry->anchor + " is not an instance of the list", entry->anchor);
+            }
+            at = std::next(anchor->second);
         }
+        where[node] = wanted.insert(at, node);
+    }
+    // Instances already in the wanted order stay; from the first misplaced one on, all move.
+    auto it = wanted.begin();
+    for (lyd_node* i = firstInstance(siblingsOf(parent, *forest), schema);
+         i && it != wanted.end() && i == *it; i = i->next) {
+        ++it;
+    }
+    for (; it != wanted.end(); ++it) {
+        unlinkNode(forest, *it);
+        linkNode(forest, parent, *it);
     }
     fixFirst(forest);
 }
@@ -865,6 +902,18 @@ void UndoLog::undo(lyd_node** tree) {
             break;
         }
         case Entry::Kind::Deleted: {
+            if (isSystemOrderedInstance(e->subtree.get())) {
+                std::vector<std::unique_ptr<Entry>> run;
+                run.push_back(std::move(e));
+                while (!entries_.empty() && entries_.back()->kind == Entry::Kind::Deleted &&
+                       entries_.back()->path == run.front()->path &&
+                       entries_.back()->subtree->schema == run.front()->subtree->schema) {
+                    run.push_back(std::move(entries_.back()));
+                    entries_.pop_back();
+                }
+                restoreSystemOrderedRun(tree, run.front()->path, run);
+                break;
+            }
             lyd_node* parent = e->path.empty() ? nullptr : mustFind(*tree, e->path);
             lyd_node* node = e->subtree.get();
             linkNode(tree, parent, node);

@@ -654,6 +654,23 @@ TEST_F(Edit, OneEntryEditOfHugeListTouchesOneRecord) {
     EXPECT_STREQ(lyd_get_value(lyd_child(eth7->prev)), "eth6");
     EXPECT_STREQ(lyd_get_value(lyd_child(eth7->next)), "eth8");
     EXPECT_EQ(node(t.get(), "/ietf-interfaces:interfaces/interface[name='new0']"), nullptr);
+
+    // Rolling back a replace that dropped every entry restores the order, in linear time (a
+    // quadratic restore would not finish here).
+    std::vector<const lyd_node*> original;
+    for (const lyd_node* i = lyd_child(t.get()); i; i = i->next) {
+        original.push_back(i);
+    }
+    rec_.events.clear();
+    apply(t, interfaces(iface("only"), "nc:operation=\"replace\""));
+    EXPECT_EQ(order(t.get(), "/ietf-interfaces:interfaces/interface"), std::vector<std::string>{"only"});
+    EXPECT_EQ(rec_.events.size(), kEntries + 1u);
+    undo(t);
+    std::vector<const lyd_node*> restored;
+    for (const lyd_node* i = lyd_child(t.get()); i; i = i->next) {
+        restored.push_back(i);
+    }
+    EXPECT_TRUE(restored == original);
 }
 
 } // namespace
