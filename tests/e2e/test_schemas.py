@@ -38,7 +38,7 @@ def test_get_schema_of_every_listed_module(m):
         if not fmt.endswith("yang"):
             continue
         try:
-            reply = m.get_schema(s["identifier"], s.get("version") or None, "yang")
+            reply = m.get_schema(s["identifier"], s.get("version") or None)
         except RPCError as e:
             failures.append("%s@%s: %s %s" % (s["identifier"], s.get("version"), e.tag, e.message))
             continue
@@ -46,6 +46,25 @@ def test_get_schema_of_every_listed_module(m):
         if not re.search(r"\b(sub)?module\s+%s\b" % re.escape(s["identifier"]), text or ""):
             failures.append("%s@%s: reply is not its YANG text" % (s["identifier"], s.get("version")))
     assert not failures, failures
+
+
+def test_get_schema_format_from_ncclient(m):
+    """ncclient writes <format>yang</format> with the NETCONF namespace as default, so the
+    unprefixed identity does not resolve (RFC 7950 §9.10.3): serving it, or an invalid-value
+    error, are both acceptable; an internal operation-failed is not."""
+    try:
+        reply = m.get_schema("ietf-interfaces", "2014-05-08", "yang")
+        assert "module ietf-interfaces" in reply.data
+    except RPCError as e:
+        assert e.tag == "invalid-value", (e.tag, e.message)
+
+
+def test_get_schema_format_prefixed(m):
+    from ncclient.xml_ import to_ele
+    reply = m.dispatch(to_ele(
+        '<get-schema xmlns="%s"><identifier>ietf-interfaces</identifier>'
+        '<version>2014-05-08</version><format>yang</format></get-schema>' % MON))
+    assert "module ietf-interfaces" in reply.xml
 
 
 def test_get_schema_without_version(m):
