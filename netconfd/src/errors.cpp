@@ -86,6 +86,16 @@ std::string lastNodeName(const std::string& path) {
 
 } // namespace
 
+std::string dataPathOf(const std::string& location) {
+    // libyang 2.1 reports `Data location "/a:b/c", line number 5.` or `Line number 1.`
+    static const std::regex located(R"((?:Data|Schema) location \"([^\"]*)\")");
+    std::smatch m;
+    if (std::regex_search(location, m, located)) {
+        return m[1];
+    }
+    return location.empty() || location[0] != '/' ? std::string() : location;
+}
+
 RpcError fromDatastore(const ds::Error& e) {
     RpcError out(ds::toString(e.tag()), ErrorType::Application, e.what());
     out.path = e.path();
@@ -107,7 +117,7 @@ RpcError fromDatastore(const ds::Error& e) {
 
 RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag) {
     const std::string msg = item.msg ? item.msg : "invalid input";
-    const std::string path = item.path ? item.path : "";
+    const std::string path = dataPathOf(item.path ? item.path : "");
     std::smatch m;
     auto make = [&](const std::string& tag) {
         RpcError e(tag, ErrorType::Application, msg);

@@ -58,6 +58,9 @@ RpcError fromLibyang(const ly_ctx* ctx, const std::string& fallbackTag = "invali
 /// Same, from one error item (exposed for tests).
 RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag = "invalid-value");
 
+/// The data path in a libyang error location ("Data location \"/a:b\", line number 5."), or "".
+std::string dataPathOf(const std::string& location);
+
 /// The libnetconf2 error tree (opaque <rpc-error> node) for `e`; never nullptr.
 lyd_node* toNcErr(const ly_ctx* ctx, const RpcError& e);
 

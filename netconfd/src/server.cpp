@@ -92,6 +92,12 @@ void libnetconf2Log(const nc_session* session, NC_VERB_LEVEL level, const char* 
     }
 }
 
+void libyangLog(LY_LOG_LEVEL level, const char* msg, const char* path) {
+    if (level == LY_LLERR || level == LY_LLWRN) {
+        NCS_LOG(debug) << "libyang: " << msg << (path ? std::string(" (") + path + ")" : std::string());
+    }
+}
+
 void setCallback(ly_ctx* ctx, const char* path) {
     const lysc_node* node = lys_find_path(ctx, nullptr, path, 0);
     if (!node) {
@@ -147,6 +153,9 @@ Server::Server(const ServerConfig& config)
         throw std::runtime_error("nc_server_init failed");
     }
     theServer = this;
+    // Client mistakes reach libyang's log too; they are answered as rpc-errors, so log them only
+    // for debugging (libnetconf2 installs its own callback in nc_server_init).
+    ly_set_log_clb(libyangLog, 1);
     if (nc_server_set_capab_withdefaults(NC_WD_EXPLICIT, NC_WD_ALL | NC_WD_ALL_TAG | NC_WD_TRIM) != 0) {
         throw std::runtime_error("cannot set the with-defaults capability");
     }

@@ -1,0 +1,78 @@
+#include "options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <vector>
+
+using namespace ncstore::netconfd;
+
+namespace {
+
+CommandLine parse(std::vector<const char*> args) {
+    args.insert(args.begin(), "ncstored");
+    return parseCommandLine(static_cast<int>(args.size()), args.data());
+}
+
+} // namespace
+
+TEST(Options, Defaults) {
+    const auto cmd = parse({});
+    EXPECT_EQ(cmd.action, Action::Run);
+    EXPECT_EQ(cmd.config.dataDir, "ncstore-data");
+    EXPECT_EQ(cmd.config.listen, "127.0.0.1");
+    EXPECT_EQ(cmd.config.port, 8830);
+    EXPECT_TRUE(cmd.config.defaultModels);
+    EXPECT_EQ(cmd.config.durability, "full");
+    EXPECT_TRUE(cmd.config.yangDirs.empty());
+    EXPECT_TRUE(cmd.config.portFile.empty());
+}
+
+TEST(Options, CommandLineValues) {
+    const auto cmd = parse({"--data-dir", "/tmp/x", "--port", "0", "--yang-dir", "a", "--yang-dir", "b",
+                            "--no-default-models", "--durability", "off", "--idle-timeout", "30",
+                            "--max-message-size", "100000", "--max-sessions", "7", "--print-port-file", "p"});
+    EXPECT_EQ(cmd.config.dataDir, "/tmp/x");
+    EXPECT_EQ(cmd.config.port, 0);
+    ASSERT_EQ(cmd.config.yangDirs.size(), 2u);
+    EXPECT_EQ(cmd.config.yangDirs[1], "b");
+    EXPECT_FALSE(cmd.config.defaultModels);
+    EXPECT_EQ(cmd.config.durability, "off");
+    EXPECT_EQ(cmd.config.idleTimeout, 30u);
+    EXPECT_EQ(cmd.config.maxMessageSize, 100000u);
+    EXPECT_EQ(cmd.config.maxSessions, 7u);
+    EXPECT_EQ(cmd.config.portFile, "p");
+}
+
+TEST(Options, ConfigFileAndCommandLinePrecedence) {
+    const std::string file = ::testing::TempDir() + "/ncstored-test.conf";
+    {
+        std::ofstream out(file);
+        out << "# comment\nport = 9999\nlisten = 127.0.0.2\nyang-dir = /y1\ndurability = normal\n";
+    }
+    const auto cmd = parse({"--config", file.c_str(), "--port", "1234"});
+    EXPECT_EQ(cmd.config.port, 1234); // the command line wins
+    EXPECT_EQ(cmd.config.listen, "127.0.0.2");
+    EXPECT_EQ(cmd.config.durability, "normal");
+    ASSERT_EQ(cmd.config.yangDirs.size(), 1u);
+    EXPECT_EQ(cmd.config.yangDirs[0], "/y1");
+}
+
+TEST(Options, Actions) {
+    EXPECT_EQ(parse({"--help"}).action, Action::Help);
+    EXPECT_FALSE(parse({"--help"}).helpText.empty());
+    EXPECT_EQ(parse({"--version"}).action, Action::Version);
+    const auto add = parse({"--add-user", "bob", "--data-dir", "d"});
+    EXPECT_EQ(add.action, Action::AddUser);
+    EXPECT_EQ(add.addUser, "bob");
+    EXPECT_EQ(add.config.dataDir, "d");
+}
+
+TEST(Options, Errors) {
+    EXPECT_THROW(parse({"--port", "70000"}), OptionsError);
+    EXPECT_THROW(parse({"--port", "abc"}), OptionsError);
+    EXPECT_THROW(parse({"--durability", "sometimes"}), OptionsError);
+    EXPECT_THROW(parse({"--no-such-option"}), OptionsError);
+    EXPECT_THROW(parse({"--max-sessions", "0"}), OptionsError);
+    EXPECT_THROW(parse({"--config", "/nonexistent/ncstored.conf"}), OptionsError);
+}
