@@ -618,7 +618,9 @@ private:
             return;
         }
         case Op::Create:
-            if (cur && !isDefault) {
+            // A non-presence container has no meaning of its own (RFC 7950 7.5.1): creating one
+            // that exists creates its children (as Netopeer2/sysrepo do).
+            if (cur && !isDefault && !lysc_is_np_cont(e->schema)) {
                 fail(ErrorTag::DataExists, "data already exists: " + pathOf(e), pathOf(e));
             }
             break;

@@ -565,13 +565,17 @@ TEST_F(Edit, CreatingOneCaseRemovesTheOtherCases) {
     EXPECT_EQ(rec_.events, Events{"created /edit-test:top/udp-port"});
 }
 
-TEST_F(Edit, NonPresenceContainerWithDefaultsCountsAsAbsent) {
+TEST_F(Edit, CreateOnNonPresenceContainerCreatesItsChildren) {
     Tree t = target(kBase);
     apply(t, top("<np nc:operation=\"create\"><text>hi</text></np>"));
     EXPECT_EQ(rec_.events, Events{"created /edit-test:top/np/text"});
     // The container is explicit now: with-defaults explicit shows it.
     EXPECT_NE(explicitDump(t.get()).find("<np><text>hi</text></np>"), std::string::npos);
-    EXPECT_EQ(applyError(t, top("<np nc:operation=\"create\"/>")).tag(), ErrorTag::DataExists);
+    // It has no meaning of its own: only its children can already exist.
+    apply(t, top("<np nc:operation=\"create\"><flag>true</flag></np>"));
+    Error err = applyError(t, top("<np nc:operation=\"create\"><text>again</text></np>"));
+    EXPECT_EQ(err.tag(), ErrorTag::DataExists);
+    EXPECT_EQ(err.path(), "/edit-test:top/np/text");
 }
 
 // ---------------------------------------------------------------- undo
