@@ -129,6 +129,7 @@ Server::Server(const ServerConfig& config)
     std::filesystem::create_directories(config_.dataDir);
     std::filesystem::create_directories(config_.dataDir / "authorized_keys");
 
+    ly_set_log_clb(libyangLog, 1);
     ModelOptions models;
     models.defaultModels = config_.defaultModels;
     models.yangDirs = config_.yangDirs;
