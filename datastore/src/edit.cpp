@@ -713,7 +713,8 @@ private:
         auto entry = std::make_unique<Entry>();
         entry->kind = Entry::Kind::Created;
         entry->defaultAncestors = defaultChain(parent);
-        insertNew(parent, owned.release(), place);
+        insertNew(parent, dup, place);
+        owned.release(); // the tree owns it now
         entry->path = pathOf(dup);
         undo_.push(std::move(entry));
         observer_.created(dup);
