@@ -626,6 +626,10 @@ bool Store::candidateModified() const {
     return impl_->candidateModified();
 }
 
+void backupStore(const std::filesystem::path& file, const std::filesystem::path& dest) {
+    detail::backupFile(file, dest);
+}
+
 void Store::backup(const std::filesystem::path& dest) const {
     detail::backupFile(impl_->options_.file, dest);
 }

@@ -118,6 +118,10 @@ struct Stats {
     std::uint64_t maxBatch = 0;       ///< largest number of change sets in one transaction
 };
 
+/// Online backup of the store file `file` to `dest` through SQLite's backup API: consistent while
+/// a server writes to it. Needs no models. Throws Error.
+void backupStore(const std::filesystem::path& file, const std::filesystem::path& dest);
+
 class StoreImpl;
 
 /// The three datastores of one server. Thread-safe: any number of threads may call any method.

@@ -1,0 +1,179 @@
+// ncstore-db: the datastore's maintenance tool.
+//   ncstore-db export [--datastore running|startup] [--format xml|json] [-o FILE]
+//   ncstore-db import [--datastore running|startup] FILE         (replaces the datastore's content)
+//   ncstore-db backup [DEST]       (SQLite online backup; default <data-dir>/ncstore.db.backup-<time>)
+//   ncstore-db check               (SQLite integrity check + every record loads and validates)
+// Common: --data-dir DIR, --yang-dir DIR..., --yang-search-dir DIR..., --no-default-models.
+// export, backup and check work beside a running server (SQLite WAL readers); import must not
+// run while the server runs on the same data directory: the server would not see the change.
+#include "models.hpp"
+
+#include "ncstore/datastore.hpp"
+#include "ncstore/log.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace po = boost::program_options;
+using namespace ncstore;
+
+namespace {
+
+ds::Datastore parseDatastore(const std::string& name) {
+    if (name == "running") {
+        return ds::Datastore::Running;
+    }
+    if (name == "startup") {
+        return ds::Datastore::Startup;
+    }
+    throw std::invalid_argument("unknown datastore '" + name + "' (running, startup)");
+}
+
+LYD_FORMAT parseFormat(const std::string& name) {
+    if (name == "xml") {
+        return LYD_XML;
+    }
+    if (name == "json") {
+        return LYD_JSON;
+    }
+    throw std::invalid_argument("unknown format '" + name + "' (xml, json)");
+}
+
+std::string timestamp() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+    return buf;
+}
+
+int run(int argc, char** argv) {
+    po::options_description common("Options");
+    common.add_options()("help,h", "print this help and exit")(
+        "data-dir", po::value<std::string>()->default_value("ncstore-data"),
+        "the server's data directory")("yang-dir", po::value<std::vector<std::string>>()->composing(),
+                                       "load every module in DIR (as ncstored)")(
+        "yang-search-dir", po::value<std::vector<std::string>>()->composing(), "search DIR for imports only")(
+        "no-default-models", po::bool_switch(), "do not load the default models (as ncstored)")(
+        "datastore", po::value<std::string>()->default_value("running"), "running | startup")(
+        "format", po::value<std::string>(), "xml | json (export default xml; import: from the file name)")(
+        "output,o", po::value<std::string>(), "export to FILE instead of stdout")(
+        "log-level", po::value<std::string>()->default_value("warning"), "trace ... fatal");
+    po::options_description hidden;
+    hidden.add_options()("command", po::value<std::string>())("argument", po::value<std::string>());
+    po::options_description all;
+    all.add(common).add(hidden);
+    po::positional_options_description positional;
+    positional.add("command", 1).add("argument", 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help") || !vm.count("command")) {
+        std::cout << "ncstore-db export|import FILE|backup [DEST]|check [options]\n\n" << common << "\n";
+        return vm.count("help") ? 0 : 2;
+    }
+    log::setup(vm["log-level"].as<std::string>());
+
+    const std::filesystem::path dataDir = vm["data-dir"].as<std::string>();
+    const std::filesystem::path dbFile = dataDir / "ncstore.db";
+    const std::string command = vm["command"].as<std::string>();
+
+    if (command == "backup") {
+        const std::filesystem::path dest =
+            vm.count("argument") ? std::filesystem::path(vm["argument"].as<std::string>())
+                                 : std::filesystem::path(dbFile.string() + ".backup-" + timestamp());
+        if (!std::filesystem::exists(dbFile)) {
+            throw std::runtime_error("no store at " + dbFile.string());
+        }
+        ds::backupStore(dbFile, dest);
+        std::cout << "backed up " << dbFile.string() << " to " << dest.string() << "\n";
+        return 0;
+    }
+
+    netconfd::ModelOptions models;
+    models.defaultModels = !vm["no-default-models"].as<bool>();
+    if (vm.count("yang-dir")) {
+        for (const auto& d : vm["yang-dir"].as<std::vector<std::string>>()) {
+            models.yangDirs.emplace_back(d);
+        }
+    }
+    if (vm.count("yang-search-dir")) {
+        for (const auto& d : vm["yang-search-dir"].as<std::vector<std::string>>()) {
+            models.searchDirs.emplace_back(d);
+        }
+    }
+    models.ietfDir = netconfd::systemIetfDir();
+    models.bundledDir = netconfd::bundledModelsDir();
+    Context ctx = netconfd::buildContext(models);
+    if (command != "import" && !std::filesystem::exists(dbFile)) {
+        throw std::runtime_error("no store at " + dbFile.string());
+    }
+    std::filesystem::create_directories(dataDir);
+    ds::StoreOptions storeOptions;
+    storeOptions.file = dbFile;
+    auto store = ds::Store::open(ctx.get(), storeOptions); // loads and validates every record
+    const ds::Datastore which = parseDatastore(vm["datastore"].as<std::string>());
+
+    if (command == "check") {
+        const std::string result = store->integrityCheck();
+        std::cout << dbFile.string() << ": " << result << "\n";
+        return result == "ok" ? 0 : 1;
+    }
+    if (command == "export") {
+        const LYD_FORMAT format = parseFormat(vm.count("format") ? vm["format"].as<std::string>() : "xml");
+        std::string text;
+        store->read(which, [&](const lyd_node* tree) {
+            text = tree ? print(tree, format, LYD_PRINT_WD_EXPLICIT)
+                        : std::string(format == LYD_JSON ? "{}\n" : "");
+        });
+        if (vm.count("output")) {
+            std::ofstream out(vm["output"].as<std::string>(), std::ios::binary | std::ios::trunc);
+            out << text;
+            if (!out) {
+                throw std::runtime_error("cannot write " + vm["output"].as<std::string>());
+            }
+        } else {
+            std::cout << text;
+        }
+        return 0;
+    }
+    if (command == "import") {
+        if (!vm.count("argument")) {
+            throw std::invalid_argument("import needs a FILE");
+        }
+        const std::string file = vm["argument"].as<std::string>();
+        std::ifstream in(file, std::ios::binary);
+        if (!in) {
+            throw std::runtime_error("cannot read " + file);
+        }
+        std::stringstream text;
+        text << in.rdbuf();
+        const LYD_FORMAT format =
+            parseFormat(vm.count("format")
+                            ? vm["format"].as<std::string>()
+                            : (file.size() > 5 && file.substr(file.size() - 5) == ".json" ? "json" : "xml"));
+        Tree config = parseData(ctx.get(), text.str(), format,
+                                LYD_PARSE_ONLY | LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, 0);
+        store->replace(which, config.get());
+        std::cout << "imported " << file << " into " << ds::toString(which) << "\n";
+        return 0;
+    }
+    throw std::invalid_argument("unknown command '" + command + "' (export, import, backup, check)");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "ncstore-db: " << e.what() << "\n";
+        return 1;
+    }
+}
