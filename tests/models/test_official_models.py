@@ -106,15 +106,18 @@ class OfficialModels(unittest.TestCase):
                "--print-port-file", portfile,
                "--yang-dir", os.path.join(SHARED, "yang", "openroadm", VERSION),
                "--yang-search-dir", os.path.join(SHARED, "yang", "ietf")]
-        cls.proc = subprocess.Popen(cmd, stdout=open(cls.log, "a"), stderr=subprocess.STDOUT)
+        with open(cls.log, "a") as log:
+            cls.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while not os.path.exists(portfile):
             if cls.proc.poll() is not None or time.time() > deadline:
                 cls.stop_server()
-                raise RuntimeError("ncstored did not start (%s):\n%s"
-                                   % (" ".join(cmd), open(cls.log).read()[-4000:]))
+                with open(cls.log) as log:
+                    raise RuntimeError("ncstored did not start (%s):\n%s"
+                                       % (" ".join(cmd), log.read()[-4000:]))
             time.sleep(0.1)
-        port = int(open(portfile).read().strip())
+        with open(portfile) as f:
+            port = int(f.read().strip())
         cls.m = manager.connect(host="127.0.0.1", port=port, username=USER, password=PASSWORD,
                                 hostkey_verify=False, allow_agent=False, look_for_keys=False,
                                 timeout=300, device_params={"name": "default"})
@@ -215,7 +218,7 @@ class OfficialModels(unittest.TestCase):
         if VERSION != "2.2.1":
             self.skipTest("no reachable must in %s" % VERSION)
         self.assert_refused(self.config("<degree><degree-number>0</degree-number></degree>"),
-                            "operation-failed", "must-violation")
+                            "operation-failed", "must-violation", "Degree not supported by device")
 
     def test_5_refused_edit_is_atomic(self):
         good = ("<roadm-connections><connection-name>express-1-2</connection-name>"
