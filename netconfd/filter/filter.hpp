@@ -88,6 +88,8 @@ Tree xpath(const lyd_node* data, const std::string& expr);
 
 /// The whole get/get-config filtering step: `filterNode` is the ietf-netconf `filter` anyxml
 /// of the RPC; type="xpath" runs xpath() on its select, anything else subtreeOfAnyxml().
+/// (libyang already refuses a select that is not a valid XPath while parsing the RPC: its type
+/// is yang:xpath1.0. A valid expression naming nothing that exists selects nothing.)
 /// (Without a filter element the caller returns all data; this is not called.)
 Tree apply(const lyd_node* data, const lyd_node* filterNode);
 

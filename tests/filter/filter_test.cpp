@@ -371,6 +371,27 @@ TEST_F(FilterTest, XPathNothingMatchesIsEmpty) {
     EXPECT_FALSE(filter::xpath(nullptr, "/ietf-interfaces:interfaces"));
 }
 
+TEST_F(FilterTest, XPathOnEmptyDatastoreIsEmpty) {
+    data.reset();
+    EXPECT_FALSE(viaRpc("<filter type=\"xpath\" select=\"/interfaces/interface\"/>"));
+    EXPECT_FALSE(viaRpc("<filter type=\"xpath\" select=\"/no-such-node/x\"/>"));
+}
+
+TEST_F(FilterTest, AnyxmlWithXmlStringValue) {
+    lyd_node* rpc = nullptr;
+    const std::string filterXml =
+        "<interfaces" + ns(kIf) + "><interface><name>lo</name></interface></interfaces>";
+    ASSERT_EQ(lyd_new_path2(nullptr, ctx.get(), "/ietf-netconf:get-config/filter", filterXml.c_str(), 0,
+                            LYD_ANYDATA_XML, 0, &rpc, nullptr),
+              LY_SUCCESS)
+        << ncstore::lastError(ctx.get());
+    Tree owner{rpc};
+    lyd_node* f = nullptr;
+    ASSERT_EQ(lyd_find_path(rpc, "filter", 0, &f), LY_SUCCESS);
+    auto out = filter::subtreeOfAnyxml(data.get(), f);
+    EXPECT_EQ(values(out, std::string(kIfs) + "/name"), std::vector<std::string>{"lo"});
+}
+
 TEST_F(FilterTest, InvalidXPathThrows) {
     EXPECT_THROW(filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface[name="), filter::Error);
     EXPECT_THROW(filter::xpath(data.get(), "/no-such-module:x"), filter::Error);
