@@ -23,6 +23,7 @@
 #include <iostream>
 #include <iterator>
 #include <latch>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -45,53 +46,52 @@ std::string readPayload(const std::string& source) {
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// CPU seconds of process `pid`: the sum of its live threads' on-CPU time from
-/// /proc/<pid>/task/*/schedstat (nanoseconds). Threads that exit between two readings are missed,
-/// but /proc/<pid>/stat's clock ticks (10 ms) are too coarse for a 1 ms request; that file is
-/// only the fallback.
-std::optional<double> processCpuSeconds(long pid) {
+/// On-CPU nanoseconds of each live thread of a process (/proc/<pid>/task/*/schedstat).
+using CpuSnapshot = std::map<std::string, double>;
+
+std::optional<CpuSnapshot> processCpu(long pid) {
     if (pid <= 0) {
         return std::nullopt;
     }
     std::error_code ec;
-    double nanoseconds = 0;
-    bool any = false;
+    CpuSnapshot snapshot;
     for (const auto& task :
          std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
         std::ifstream schedstat(task.path() / "schedstat");
         double onCpu = 0;
         if (schedstat >> onCpu) {
-            nanoseconds += onCpu;
-            any = true;
+            snapshot[task.path().filename().string()] = onCpu;
         }
     }
-    if (any) {
-        return nanoseconds / 1e9;
-    }
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
-    const auto paren = text.rfind(')');
-    if (paren == std::string::npos) {
+    if (ec || snapshot.empty()) {
         return std::nullopt;
     }
-    std::istringstream fields(text.substr(paren + 1));
-    std::string field;
-    double ticks = 0;
-    for (int i = 0; i < 13 && fields >> field; ++i) {
-        if (i == 11 || i == 12) { // utime, stime (fields 14 and 15 of proc(5))
-            ticks += std::stod(field);
-        }
-    }
-    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    return snapshot;
 }
 
-/// JSON fragment `,"server_cpu_s":X` when both readings exist.
-std::string serverCpuJson(const std::optional<double>& before, const std::optional<double>& after) {
+/// CPU seconds the process spent between two snapshots: per-thread deltas (a thread born in
+/// between counts whole). A thread that exited in between is missed, so this is a lower bound;
+/// /proc/<pid>/stat would count it, but in 10 ms ticks, too coarse for a 1 ms request.
+std::optional<double> cpuBetween(const std::optional<CpuSnapshot>& before,
+                                 const std::optional<CpuSnapshot>& after) {
     if (!before || !after) {
+        return std::nullopt;
+    }
+    double ns = 0;
+    for (const auto& [tid, value] : *after) {
+        const auto it = before->find(tid);
+        ns += value - (it == before->end() ? 0.0 : it->second);
+    }
+    return ns / 1e9;
+}
+
+/// JSON fragment `,"server_cpu_s":X` when it was measured.
+std::string serverCpuJson(const std::optional<double>& seconds) {
+    if (!seconds) {
         return "";
     }
     std::ostringstream out;
-    out << ",\"server_cpu_s\":" << (*after - *before);
+    out << ",\"server_cpu_s\":" << *seconds;
     return out.str();
 }
 
@@ -301,18 +301,18 @@ int runSingle(const Options& opts, const Request& req) {
     Session session(opts.connect);
     Expander expander(req.payload, opts.indexOffset, 1, opts.randomRange, std::random_device{}());
     Rpc rpc = buildRpc(req, expander.expand(0, 0));
-    const auto server0 = processCpuSeconds(opts.serverPid);
+    const auto server0 = processCpu(opts.serverPid);
     const double cpu0 = cpuSeconds();
     const auto t0 = Clock::now();
     Reply reply = session.call(rpc.get(), opts.connect.rpcTimeoutMs);
     const auto t1 = Clock::now();
     const double cpu = cpuSeconds() - cpu0;
-    const auto server1 = processCpuSeconds(opts.serverPid);
+    const auto server1 = processCpu(opts.serverPid);
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
     if (opts.json) {
         std::cout << "{\"command\":\"" << req.command << "\",\"count\":1,\"seconds\":" << seconds
                   << ",\"errors\":" << (reply.isError() ? 1 : 0) << ",\"client_cpu_s\":" << cpu
-                  << serverCpuJson(server0, server1) << "}\n";
+                  << serverCpuJson(cpuBetween(server0, server1)) << "}\n";
         if (reply.isError()) {
             std::cerr << reply.render(parseWithDefaults(req.withDefaults));
         }
@@ -384,7 +384,7 @@ int runLoad(const Options& opts, const Request& req) {
         });
     }
     ready.arrive_and_wait();
-    const auto server0 = processCpuSeconds(opts.serverPid);
+    const auto server0 = processCpu(opts.serverPid);
     const double cpu0 = cpuSeconds();
     start = Clock::now();
     go.count_down();
@@ -392,7 +392,7 @@ int runLoad(const Options& opts, const Request& req) {
         t.join();
     }
     const double cpu = cpuSeconds() - cpu0; // includes closing the sessions: an upper bound
-    const auto server1 = processCpuSeconds(opts.serverPid);
+    const auto server1 = processCpu(opts.serverPid);
     for (const auto& r : results) {
         if (r.failure) {
             std::rethrow_exception(r.failure);
@@ -421,7 +421,7 @@ int runLoad(const Options& opts, const Request& req) {
                   << ",\"lat_min_s\":" << (all.empty() ? 0 : all.front()) << ",\"lat_avg_s\":" << avg
                   << ",\"lat_p50_s\":" << percentile(all, 50) << ",\"lat_p99_s\":" << percentile(all, 99)
                   << ",\"lat_max_s\":" << (all.empty() ? 0 : all.back()) << ",\"client_cpu_s\":" << cpu
-                  << serverCpuJson(server0, server1) << "}\n";
+                  << serverCpuJson(cpuBetween(server0, server1)) << "}\n";
     } else {
         std::cout << "count: " << all.size() << " (" << n << " sessions x " << opts.repeat << ")\n"
                   << "errors: " << errors << "\n"
@@ -431,8 +431,8 @@ int runLoad(const Options& opts, const Request& req) {
                   << " p50 " << percentile(all, 50) * 1e3 << " p99 " << percentile(all, 99) * 1e3 << " max "
                   << (all.empty() ? 0 : all.back() * 1e3) << "\n"
                   << "client CPU: " << cpu << " s\n";
-        if (server0 && server1) {
-            std::cout << "server CPU: " << (*server1 - *server0) << " s\n";
+        if (const auto server = cpuBetween(server0, server1)) {
+            std::cout << "server CPU: " << *server << " s (threads alive at the end)\n";
         }
     }
     return errors ? 1 : 0;
