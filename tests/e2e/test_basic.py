@@ -300,3 +300,31 @@ def test_close_session_and_kill_session(server, m, m2):
     with pytest.raises(Exception):
         victim.get_config(source="running")
     assert m2.get_config(source="running").ok
+
+
+def test_base_1_0_client(server, m):
+    """A client that only speaks base:1.0 (end-of-message framing) is served too."""
+    raw = server.raw(version="1.0")
+    try:
+        assert not raw.chunked
+        reply = raw.rpc('<edit-config><target><running/></target><config><interfaces xmlns="%s">%s'
+                        '</interfaces></config></edit-config>' % (IF, iface("raw10")), message_id="41")
+        assert "<ok/>" in reply and 'message-id="41"' in reply, reply
+        reply = raw.rpc('<get-config><source><running/></source><filter type="subtree">'
+                        '<interfaces xmlns="%s"/></filter></get-config>' % IF, message_id="42")
+        assert "raw10" in reply, reply
+    finally:
+        raw.close()
+
+
+def test_reply_carries_rpc_attributes(server, m):
+    """RFC 6241 §4.2: <rpc-reply> repeats every attribute of <rpc>."""
+    raw = server.raw()
+    try:
+        raw.send('<rpc xmlns="%s" message-id="77" xmlns:ex="urn:example:attrs" ex:user-id="fred">'
+                 '<get-config><source><running/></source></get-config></rpc>' % NC)
+        reply = raw.read()
+        assert 'message-id="77"' in reply, reply
+        assert 'user-id="fred"' in reply, reply
+    finally:
+        raw.close()
