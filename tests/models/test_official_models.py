@@ -79,10 +79,17 @@ def names(dev, listname, key):
     return {e.findtext("{%s}%s" % (ORD, key)) for e in dev.findall("{%s}%s" % (ORD, listname))}
 
 
-class OfficialModels(unittest.TestCase):
+class ServerCase(unittest.TestCase):
+    """A real ncstored in a temporary data dir with one user, and an ncclient session cls.m."""
     proc = None
     tmp = None
     m = None
+
+    @classmethod
+    def server_args(cls):
+        """Model options of the server (official Open ROADM models of VERSION)."""
+        return ["--yang-dir", os.path.join(SHARED, "yang", "openroadm", VERSION),
+                "--yang-search-dir", os.path.join(SHARED, "yang", "ietf")]
 
     @classmethod
     def setUpClass(cls):
@@ -103,9 +110,7 @@ class OfficialModels(unittest.TestCase):
             os.unlink(portfile)
         cls.log = os.path.join(cls.tmp, "ncstored.log")
         cmd = [NCSTORED, "--data-dir", cls.data, "--listen", "127.0.0.1", "--port", "0",
-               "--print-port-file", portfile,
-               "--yang-dir", os.path.join(SHARED, "yang", "openroadm", VERSION),
-               "--yang-search-dir", os.path.join(SHARED, "yang", "ietf")]
+               "--print-port-file", portfile] + cls.server_args()
         with open(cls.log, "a") as log:
             cls.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
@@ -148,6 +153,11 @@ class OfficialModels(unittest.TestCase):
             else:
                 shutil.rmtree(cls.tmp, ignore_errors=True)
 
+    def edit(self, payload):
+        return self.m.edit_config(target="running", config=payload)
+
+
+class OfficialModels(ServerCase):
     # helpers ----------------------------------------------------------------------------------
     def device(self):
         reply = self.m.get_config(source="running", filter=DEVICE_FILTER)
@@ -157,9 +167,6 @@ class OfficialModels(unittest.TestCase):
     def device_text(self):
         dev = self.device()
         return None if dev is None else ET.tostring(dev)
-
-    def edit(self, payload):
-        return self.m.edit_config(target="running", config=payload)
 
     def assert_refused(self, payload, tag, app_tag=None, message=None):
         before = self.device_text()
