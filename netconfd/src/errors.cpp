@@ -98,7 +98,7 @@ std::string dataPathOf(const std::string& location) {
 
 RpcError fromDatastore(const ds::Error& e) {
     RpcError out(ds::toString(e.tag()), ErrorType::Application, e.what());
-    out.path = e.path();
+    out.path = dataPathOf(e.path());
     out.appTag = e.appTag();
     switch (e.tag()) {
     case ds::ErrorTag::MissingElement:

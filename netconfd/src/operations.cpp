@@ -281,25 +281,38 @@ void Server::checkWritable(ds::Datastore target, const Session& s) const {
 
 Tree Server::parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const {
     const auto start = Clock::now();
-    char* raw = nullptr;
-    if (lyd_any_value_str(anyxml, &raw) != LY_SUCCESS) {
-        throw RpcError("malformed-message", ErrorType::Rpc, "cannot read the <config> content");
+    std::string text;
+    const auto* any = reinterpret_cast<const lyd_node_any*>(anyxml);
+    if (any->value_type == LYD_ANYDATA_DATATREE) {
+        // lyd_any_value_str() drops empty non-presence containers, and with them an operation
+        // on them (<interfaces nc:operation="delete"/>): keep them.
+        if (any->value.tree) {
+            text = print(any->value.tree, LYD_XML,
+                         LYD_PRINT_WITHSIBLINGS | LYD_PRINT_KEEPEMPTYCONT | LYD_PRINT_SHRINK);
+        }
+    } else {
+        char* raw = nullptr;
+        if (lyd_any_value_str(anyxml, &raw) != LY_SUCCESS) {
+            throw RpcError("malformed-message", ErrorType::Rpc, "cannot read the <config> content");
+        }
+        const CString owned{raw};
+        text = owned ? owned.get() : "";
     }
-    const CString text{raw};
-    if (!text || text.get()[0] == '\0') {
+    if (text.empty()) {
         parseUs += microsSince(start);
         return nullptr;
     }
+    NCS_LOG(trace) << "config content: " << text;
     ly_err_clean(ctx_.get(), nullptr);
     lyd_node* tree = nullptr;
-    if (lyd_parse_data_mem(ctx_.get(), text.get(), LYD_XML,
+    if (lyd_parse_data_mem(ctx_.get(), text.c_str(), LYD_XML,
                            LYD_PARSE_ONLY | LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, 0, &tree) != LY_SUCCESS) {
         lyd_free_all(tree);
         auto e = fromLibyang(ctx_.get());
         if (e.tag == "unknown-namespace" && (e.badElement.empty() || e.badElement == "config")) {
             // libyang names only the namespace: find the element that declared it.
             const std::string nsDecl = "=\"" + e.badNamespace + "\"";
-            const std::string xml = text.get();
+            const std::string& xml = text;
             if (const auto at = xml.find(nsDecl); at != std::string::npos) {
                 if (const auto open = xml.rfind('<', at); open != std::string::npos) {
                     std::string name = xml.substr(open + 1, xml.find_first_of(" \t\r\n/>", open) - open - 1);
@@ -314,6 +327,8 @@ Tree Server::parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const {
         throw e;
     }
     parseUs += microsSince(start);
+    NCS_LOG(trace) << "parsed config: "
+                   << (tree ? print(tree, LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK) : "");
     return Tree{tree};
 }
 
