@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 
 from ncclient.operations.rpc import RPCError
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_official_models as base  # noqa: E402
 
