@@ -537,23 +537,95 @@ std::string qualifyTopLevel(const ly_ctx* ctx, const std::string& expr) {
     return out;
 }
 
-} // namespace
+// ---------------------------------------------------------------------------------------------
+// Printing a selection directly from the data: no copy of the selected subtrees.
 
-Tree subtree(const lyd_node* data, const lyd_node* filter) {
-    const lyd_node* dataFirst = firstOf(data);
-    if (!dataFirst || !filter) {
-        return {};
+void appendEscapedAttr(std::string& out, const char* text) {
+    for (; *text; ++text) {
+        switch (*text) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        default:
+            out += *text;
+        }
     }
-    SubtreeEvaluator eval(LYD_CTX(dataFirst));
-    Sel root;
-    for (const lyd_node* f = firstOf(filter); f; f = f->next) {
-        FNode fn = readFilter(f);
-        eval.level(nullptr, dataFirst, fn, root);
-    }
-    return buildTree(root, dataFirst);
 }
 
-Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xml) {
+void render(const Sel& sel, const lyd_node* dataParent, const lyd_node* dataFirst, uint32_t options,
+            std::string& out) {
+    const bool parentIsList = dataParent && dataParent->schema && dataParent->schema->nodetype == LYS_LIST;
+    for (const lyd_node* d : inDataOrder(sel, dataFirst)) {
+        if (parentIsList && lysc_is_key(d->schema)) {
+            continue; // printed with the entry
+        }
+        const Sel& s = *sel.kids.at(d);
+        if (s.whole) {
+            out += printTree(d, LYD_XML, options);
+            continue;
+        }
+        std::string inner;
+        const bool isList = d->schema->nodetype == LYS_LIST;
+        if (isList) {
+            for (const lyd_node* k = lyd_child(d); k && lysc_is_key(k->schema); k = k->next) {
+                inner += printTree(k, LYD_XML, options);
+            }
+        }
+        render(s, d, lyd_child(d), options, inner);
+        // What libyang's printer does with a container whose children all stay unprinted
+        // (defaults in explicit/trim mode): a non-presence container disappears.
+        if (inner.empty() && !isList && !(d->schema->flags & LYS_PRESENCE) &&
+            !(options & LYD_PRINT_KEEPEMPTYCONT)) {
+            continue;
+        }
+        out += '<';
+        out += d->schema->name;
+        if (!dataParent || dataParent->schema->module != d->schema->module) {
+            out += " xmlns=\"";
+            appendEscapedAttr(out, d->schema->module->ns);
+            out += '"';
+        }
+        if (inner.empty()) {
+            out += "/>";
+            continue;
+        }
+        out += '>';
+        out += inner;
+        out += "</";
+        out += d->schema->name;
+        out += '>';
+    }
+}
+
+/// Data nodes chosen by a filter, before output.
+struct Selection {
+    Sel root;
+    const lyd_node* first = nullptr; ///< first top-level data node
+};
+
+Selection selectSubtree(const lyd_node* data, const lyd_node* filter) {
+    Selection out;
+    out.first = firstOf(data);
+    if (!out.first || !filter) {
+        return out;
+    }
+    SubtreeEvaluator eval(LYD_CTX(out.first));
+    for (const lyd_node* f = firstOf(filter); f; f = f->next) {
+        FNode fn = readFilter(f);
+        eval.level(nullptr, out.first, fn, out.root);
+    }
+    return out;
+}
+
+Selection selectSubtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode);
+
+Selection selectSubtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xml) {
     if (blank(xml.c_str())) {
         return {};
     }
@@ -581,7 +653,7 @@ Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xm
         if (lyd_find_path(op, "filter", 0, &f) != LY_SUCCESS) {
             throw Error("subtree filter: no filter after parsing");
         }
-        return subtreeOfAnyxml(data, f);
+        return selectSubtreeOfAnyxml(data, f);
     }
     lyd_node* parsed = nullptr;
     LY_ERR rc = lyd_parse_data_mem(ctx, xml.c_str(), LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0, &parsed);
@@ -589,24 +661,70 @@ Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xm
     if (rc != LY_SUCCESS) {
         throw Error("subtree filter is not well-formed: " + lastError(ctx));
     }
-    return subtree(data, filter.get());
+    return selectSubtree(data, filter.get());
 }
 
-Tree subtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode) {
+Selection selectSubtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode) {
     if (!filterNode || !filterNode->schema || !(filterNode->schema->nodetype & LYD_NODE_ANY)) {
         throw Error("subtree filter: expected the anyxml filter node");
     }
     const auto* any = reinterpret_cast<const lyd_node_any*>(filterNode);
     switch (any->value_type) {
     case LYD_ANYDATA_DATATREE:
-        return subtree(data, any->value.tree);
+        return selectSubtree(data, any->value.tree);
     case LYD_ANYDATA_XML:
     case LYD_ANYDATA_STRING:
-        return any->value.str ? subtreeOfXml(data, LYD_CTX(filterNode), any->value.str) : Tree{};
+        return any->value.str ? selectSubtreeOfXml(data, LYD_CTX(filterNode), any->value.str) : Selection{};
     default:
         throw Error("subtree filter: unsupported anyxml value type " + std::to_string(any->value_type));
     }
 }
+
+Selection selectXPath(const lyd_node* data, const std::string& expr) {
+    Selection out;
+    out.first = firstOf(data);
+    if (!out.first) {
+        return out;
+    }
+    const ly_ctx* ctx = LYD_CTX(out.first);
+    std::string qualified = qualifyTopLevel(ctx, expr);
+    ly_set* raw = nullptr;
+    LY_ERR rc = lyd_find_xpath3(nullptr, out.first, qualified.c_str(), nullptr, &raw);
+    Set set{raw};
+    if (rc != LY_SUCCESS) {
+        throw Error("invalid XPath filter \"" + expr + "\": " + lastError(ctx));
+    }
+    NCS_LOG(trace) << "xpath filter \"" << qualified << "\" selected " << set->count << " nodes";
+    std::vector<const lyd_node*> chain;
+    for (uint32_t i = 0; i < set->count; ++i) {
+        chain.clear();
+        for (const lyd_node* n = set->dnodes[i]; n; n = lyd_parent(n)) {
+            chain.push_back(n);
+        }
+        Sel* sel = &out.root;
+        for (auto it = chain.rbegin(); it != chain.rend() && !sel->whole; ++it) {
+            if (std::next(it) == chain.rend()) {
+                sel->selectWhole(*it);
+            } else {
+                sel = &sel->child(*it);
+            }
+        }
+    }
+    return out;
+}
+
+Selection selectApply(const lyd_node* data, const lyd_node* filterNode) {
+    if (auto select = xpathSelect(filterNode)) {
+        return selectXPath(data, *select);
+    }
+    return selectSubtreeOfAnyxml(data, filterNode);
+}
+
+Tree toTree(const Selection& s) {
+    return s.first ? buildTree(s.root, s.first) : Tree{};
+}
+
+} // namespace
 
 std::optional<std::string> xpathSelect(const lyd_node* filterNode) {
     if (!filterNode) {
@@ -623,44 +741,33 @@ std::optional<std::string> xpathSelect(const lyd_node* filterNode) {
     return lyd_get_meta_value(select);
 }
 
+Tree subtree(const lyd_node* data, const lyd_node* filter) {
+    return toTree(selectSubtree(data, filter));
+}
+
+Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xml) {
+    return toTree(selectSubtreeOfXml(data, ctx, xml));
+}
+
+Tree subtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode) {
+    return toTree(selectSubtreeOfAnyxml(data, filterNode));
+}
+
 Tree xpath(const lyd_node* data, const std::string& expr) {
-    const lyd_node* dataFirst = firstOf(data);
-    if (!dataFirst) {
-        return {};
-    }
-    const ly_ctx* ctx = LYD_CTX(dataFirst);
-    std::string qualified = qualifyTopLevel(ctx, expr);
-    ly_set* raw = nullptr;
-    LY_ERR rc = lyd_find_xpath3(nullptr, dataFirst, qualified.c_str(), nullptr, &raw);
-    Set set{raw};
-    if (rc != LY_SUCCESS) {
-        throw Error("invalid XPath filter \"" + expr + "\": " + lastError(ctx));
-    }
-    NCS_LOG(trace) << "xpath filter \"" << qualified << "\" selected " << set->count << " nodes";
-    Sel root;
-    std::vector<const lyd_node*> chain;
-    for (uint32_t i = 0; i < set->count; ++i) {
-        chain.clear();
-        for (const lyd_node* n = set->dnodes[i]; n; n = lyd_parent(n)) {
-            chain.push_back(n);
-        }
-        Sel* sel = &root;
-        for (auto it = chain.rbegin(); it != chain.rend() && !sel->whole; ++it) {
-            if (std::next(it) == chain.rend()) {
-                sel->selectWhole(*it);
-            } else {
-                sel = &sel->child(*it);
-            }
-        }
-    }
-    return buildTree(root, dataFirst);
+    return toTree(selectXPath(data, expr));
 }
 
 Tree apply(const lyd_node* data, const lyd_node* filterNode) {
-    if (auto select = xpathSelect(filterNode)) {
-        return xpath(data, *select);
+    return toTree(selectApply(data, filterNode));
+}
+
+std::string applyXml(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions) {
+    const Selection s = selectApply(data, filterNode);
+    std::string out;
+    if (s.first) {
+        render(s.root, nullptr, s.first, (printOptions & ~LYD_PRINT_WITHSIBLINGS) | LYD_PRINT_SHRINK, out);
     }
-    return subtreeOfAnyxml(data, filterNode);
+    return out;
 }
 
 } // namespace ncstore::filter

@@ -76,6 +76,12 @@ protected:
     /// Runs the filter the way the server gets it: a get-config RPC parsed by libyang, whose
     /// `filter` anyxml is handed to filter::apply().
     Tree viaRpc(const std::string& filterElement) const {
+        return withRpcFilter(filterElement, [&](const lyd_node* f) { return filter::apply(data.get(), f); });
+    }
+
+    /// Calls fn(filterNode) with the `filter` anyxml of a parsed get-config RPC.
+    template <typename Fn>
+    std::invoke_result_t<Fn, const lyd_node*> withRpcFilter(const std::string& filterElement, Fn&& fn) const {
         const std::string rpc = "<rpc xmlns=\"urn:ietf:params:xml:ns:netconf:base:1.0\" message-id=\"1\">"
                                 "<get-config><source><running/></source>" +
                                 filterElement + "</get-config></rpc>";
@@ -94,11 +100,20 @@ protected:
         if (lyd_find_path(op, "filter", 0, &f) != LY_SUCCESS) {
             throw std::runtime_error("no filter in test rpc");
         }
-        return filter::apply(data.get(), f);
+        return fn(f);
     }
 
     ncstore::Context ctx;
     Tree data;
+
+    /// The same data, however namespaces were declared: parsed and printed in report-all mode.
+    std::string normalized(const std::string& xml) const {
+        if (xml.empty()) {
+            return {};
+        }
+        auto t = ncstore::parseData(ctx.get(), xml, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+        return ncstore::print(t.get(), LYD_XML, LYD_PRINT_SHRINK | LYD_PRINT_WD_ALL);
+    }
 };
 
 /// Number of nodes `path` selects in `tree` (0 for an empty tree).
@@ -396,6 +411,43 @@ TEST_F(FilterTest, InvalidXPathThrows) {
     EXPECT_THROW(filter::xpath(data.get(), "/ietf-interfaces:interfaces/interface[name="), filter::Error);
     EXPECT_THROW(filter::xpath(data.get(), "/no-such-module:x"), filter::Error);
     EXPECT_THROW(viaRpc("<filter type=\"xpath\"/>"), filter::Error);
+}
+
+TEST_F(FilterTest, PrintedSelectionEqualsPrintedTree) {
+    const std::vector<std::string> filters = {
+        "<filter type=\"subtree\"><interfaces" + ns(kIf) + "/></filter>",
+        "<filter type=\"subtree\"><interfaces" + ns(kIf) +
+            "><interface><name>eth0</name><type/></interface></interfaces>"
+            "<hostname" +
+            ns(kFt) + "/></filter>",
+        "<filter type=\"subtree\"><devices" + ns(kFt) +
+            "><device><id>d1</id><info><model/></info></device>"
+            "<device><id>d2</id><mtu/><tag/></device><ordered><name/></ordered></devices></filter>",
+        "<filter type=\"subtree\"><devices" + ns(kFt) +
+            "><device><tag>blue</tag></device></devices></filter>",
+        "<filter type=\"subtree\"><devices" + ns(kFt) +
+            "><device><id>d1</id><mtu/></device></devices></filter>",
+        "<filter type=\"subtree\"><devices" + ns(kFt) + "><device><id>nope</id></device></devices></filter>",
+        "<filter type=\"xpath\" xmlns:ft=\"urn:ncstore:test:filter\" "
+        "select=\"/ft:devices/ft:device[ft:status='up']/ft:info | /interfaces\"/>",
+        "<filter type=\"xpath\" xmlns:ft=\"urn:ncstore:test:filter\" "
+        "select=\"/ft:devices/ft:device/ft:mtu\"/>",
+    };
+    for (const auto& f : filters) {
+        for (uint32_t wd :
+             {LYD_PRINT_WD_EXPLICIT, LYD_PRINT_WD_TRIM, LYD_PRINT_WD_ALL, LYD_PRINT_WD_ALL_TAG}) {
+            std::string direct =
+                withRpcFilter(f, [&](const lyd_node* fn) { return filter::applyXml(data.get(), fn, wd); });
+            Tree tree = viaRpc(f);
+            std::string viaTree =
+                tree ? ncstore::print(tree.get(), LYD_XML, LYD_PRINT_SHRINK | wd) : std::string();
+            EXPECT_EQ(normalized(direct), normalized(viaTree))
+                << f << " wd=" << wd << "\ndirect: " << direct << "\ntree: " << viaTree;
+            EXPECT_EQ(direct.find("default=\"true\"") != std::string::npos,
+                      viaTree.find("default=\"true\"") != std::string::npos)
+                << f << " wd=" << wd;
+        }
+    }
 }
 
 TEST_F(FilterTest, ManyKeysInOneFilter) {
