@@ -230,3 +230,12 @@ def test_subtree_on_state_data_with_partial_key(m):
     assert ids == ["ietf-interfaces"]
     assert r.data_ele.xpath("mon:netconf-state/mon:schemas/mon:schema/mon:namespace/text()",
                             namespaces=NS) == [IF]
+
+
+def test_several_top_level_filter_elements_are_united(three):
+    r = three.get(filter='<filter xmlns="%s" type="subtree"><interfaces xmlns="%s"><interface>'
+                         '<name>lo</name></interface></interfaces><netconf-state xmlns="%s">'
+                         '<datastores/></netconf-state></filter>' % (NC, IF, NS["mon"]))
+    assert names(r) == ["lo"]
+    assert r.data_ele.xpath("mon:netconf-state/mon:datastores/mon:datastore", namespaces=NS)
+    assert not r.data_ele.xpath("mon:netconf-state/mon:schemas", namespaces=NS)
