@@ -331,6 +331,7 @@ void Server::serveSession(std::shared_ptr<Session> s) {
     const int sleepMs = s->fd < 0 ? 50 : (config_.idleTimeout > 0 ? 1000 : -1);
 
     bool ended = !ps || nc_session_get_status(s->nc) != NC_STATUS_RUNNING;
+    unsigned consecutiveErrors = 0;
     while (!ended) {
         // libssh may hold several buffered messages after one read of the socket: poll until
         // libnetconf2 reports that nothing is left.
@@ -359,7 +360,20 @@ void Server::serveSession(std::shared_ptr<Session> s) {
                 ended = true;
                 break;
             }
-            if (r & (NC_PSPOLL_TIMEOUT | NC_PSPOLL_NOSESSIONS | NC_PSPOLL_ERROR)) {
+            if (r & NC_PSPOLL_ERROR) {
+                // Transient (an IO lock timeout) or not: a session that keeps failing must not
+                // keep this thread spinning.
+                if (++consecutiveErrors > 100) {
+                    NCS_LOG(error) << "session " << s->id
+                                   << ": libnetconf2 keeps failing to poll it; closing it";
+                    nc_session_set_term_reason(s->nc, NC_SESSION_TERM_OTHER);
+                    nc_session_set_status(s->nc, NC_STATUS_INVALID);
+                    ended = true;
+                }
+                break;
+            }
+            consecutiveErrors = 0;
+            if (r & (NC_PSPOLL_TIMEOUT | NC_PSPOLL_NOSESSIONS)) {
                 break;
             }
         }
@@ -388,7 +402,9 @@ void Server::serveSession(std::shared_ptr<Session> s) {
         }
     }
     if (ps) {
-        nc_ps_del_session(ps, s->nc); // only unlinks; endSession frees the session
+        if (nc_ps_del_session(ps, s->nc) != 0) { // only unlinks; endSession frees the session
+            NCS_LOG(debug) << "session " << s->id << " was not in its poll structure";
+        }
         nc_ps_free(ps);
     }
     endSession(*s);
