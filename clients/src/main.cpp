@@ -46,8 +46,28 @@ std::string readPayload(const std::string& source) {
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// On-CPU nanoseconds of each live thread of a process (/proc/<pid>/task/*/schedstat).
+/// On-CPU nanoseconds of each live thread of a process (/proc/<pid>/task/*/schedstat), and under
+/// the key "total" the process's utime + stime in ns (/proc/<pid>/stat: 10 ms ticks, but it keeps
+/// the time of threads that have exited).
 using CpuSnapshot = std::map<std::string, double>;
+
+double processTicksNs(long pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const auto paren = text.rfind(')');
+    if (paren == std::string::npos) {
+        return 0;
+    }
+    std::istringstream fields(text.substr(paren + 1));
+    std::string field;
+    double ticks = 0;
+    for (int i = 0; i < 13 && fields >> field; ++i) {
+        if (i == 11 || i == 12) { // utime, stime (fields 14 and 15 of proc(5))
+            ticks += std::stod(field);
+        }
+    }
+    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK)) * 1e9;
+}
 
 std::optional<CpuSnapshot> processCpu(long pid) {
     if (pid <= 0) {
@@ -66,12 +86,13 @@ std::optional<CpuSnapshot> processCpu(long pid) {
     if (ec || snapshot.empty()) {
         return std::nullopt;
     }
+    snapshot["total"] = processTicksNs(pid);
     return snapshot;
 }
 
-/// CPU seconds the process spent between two snapshots: per-thread deltas (a thread born in
-/// between counts whole). A thread that exited in between is missed, so this is a lower bound;
-/// /proc/<pid>/stat would count it, but in 10 ms ticks, too coarse for a 1 ms request.
+/// CPU seconds the process spent between two snapshots: the sum of per-thread deltas (a thread
+/// born in between counts whole; one that exited is missed), or the tick-based process delta when
+/// that is larger (it keeps exited threads, at 10 ms resolution).
 std::optional<double> cpuBetween(const std::optional<CpuSnapshot>& before,
                                  const std::optional<CpuSnapshot>& after) {
     if (!before || !after) {
@@ -79,10 +100,13 @@ std::optional<double> cpuBetween(const std::optional<CpuSnapshot>& before,
     }
     double ns = 0;
     for (const auto& [tid, value] : *after) {
+        if (tid == "total") {
+            continue;
+        }
         const auto it = before->find(tid);
         ns += value - (it == before->end() ? 0.0 : it->second);
     }
-    return ns / 1e9;
+    return std::max(ns, after->at("total") - before->at("total")) / 1e9;
 }
 
 /// JSON fragment `,"server_cpu_s":X` when it was measured.
@@ -334,6 +358,10 @@ int runLoad(const Options& opts, const Request& req) {
     std::mutex connectMutex; // connect one at a time: the schema cache is shared, the server accepts serially
     std::latch ready(static_cast<std::ptrdiff_t>(n) + 1);
     std::latch go(1);
+    // Sessions stay open until the main thread has read the CPU figures: a server may run a
+    // thread per session, whose CPU time would vanish from /proc with the thread.
+    std::latch finished(static_cast<std::ptrdiff_t>(n));
+    std::latch release(1);
     Clock::time_point start;
     std::vector<std::thread> threads;
     threads.reserve(n);
@@ -341,6 +369,7 @@ int runLoad(const Options& opts, const Request& req) {
         threads.emplace_back([&, s] {
             SessionResult& result = results[s];
             bool counted = false;
+            bool finishedCounted = false;
             try {
                 applyThreadOptions(opts.connect);
                 std::optional<Session> session;
@@ -374,11 +403,17 @@ int runLoad(const Options& opts, const Request& req) {
                     }
                 }
                 result.end = Clock::now();
+                finished.count_down();
+                finishedCounted = true;
+                release.wait();
             } catch (...) {
                 result.failure = std::current_exception();
                 result.end = Clock::now();
                 if (!counted) {
                     ready.count_down();
+                }
+                if (!finishedCounted) {
+                    finished.count_down();
                 }
             }
         });
@@ -388,11 +423,13 @@ int runLoad(const Options& opts, const Request& req) {
     const double cpu0 = cpuSeconds();
     start = Clock::now();
     go.count_down();
+    finished.wait();
+    const double cpu = cpuSeconds() - cpu0;
+    const auto server1 = processCpu(opts.serverPid);
+    release.count_down();
     for (auto& t : threads) {
         t.join();
     }
-    const double cpu = cpuSeconds() - cpu0; // includes closing the sessions: an upper bound
-    const auto server1 = processCpu(opts.serverPid);
     for (const auto& r : results) {
         if (r.failure) {
             std::rethrow_exception(r.failure);
