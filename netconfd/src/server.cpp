@@ -160,7 +160,9 @@ Server::Server(const ServerConfig& config)
     if (nc_server_set_capab_withdefaults(NC_WD_EXPLICIT, NC_WD_ALL | NC_WD_ALL_TAG | NC_WD_TRIM) != 0) {
         throw std::runtime_error("cannot set the with-defaults capability");
     }
-    nc_server_set_hello_timeout(30);
+    // Handshakes are serial in libnetconf2: a client that authenticates and then stays silent
+    // holds up every other new connection until this expires.
+    nc_server_set_hello_timeout(10);
     nc_server_set_idle_timeout(static_cast<std::uint16_t>(config_.idleTimeout));
 }
 
@@ -274,6 +276,7 @@ void Server::run() {
 }
 
 void Server::acceptLoop() {
+    unsigned consecutiveErrors = 0;
     while (!stopping_) {
         nc_session* ncs = nullptr;
         const NC_MSG_TYPE r = nc_accept(500, &ncs);
@@ -287,8 +290,13 @@ void Server::acceptLoop() {
         }
         if (r != NC_MSG_HELLO || !ncs) {
             // Failed handshakes and authentications were logged by the callbacks / libnetconf2.
+            // Errors that repeat at once (accept() out of descriptors) must not spin this thread.
+            if (++consecutiveErrors > 10) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
             continue;
         }
+        consecutiveErrors = 0;
         std::shared_ptr<Session> s;
         try {
             s = std::make_shared<Session>(ncs);
