@@ -146,6 +146,15 @@ public:
 
     bool empty() const { return rangeDeletes_.empty() && touched_.empty() && patches_.empty(); }
 
+    /// Adds what another (successful) edit changed, so that one change set covers both.
+    void absorb(const Collector& other) {
+        rangeDeletes_.insert(rangeDeletes_.end(), other.rangeDeletes_.begin(), other.rangeDeletes_.end());
+        patches_.insert(patches_.end(), other.patches_.begin(), other.patches_.end());
+        for (const auto& p : other.touched_) {
+            touch(p);
+        }
+    }
+
     /// The change set: range deletes first, then the touched records as they are now.
     ChangeSet build(Datastore ds, const lyd_node* tree) const {
         ChangeSet cs{ds, {}};
@@ -246,6 +255,7 @@ public:
                 drain();
                 NCS_LOG(warning) << "datastore: reloading " << options_.file << " after a failed commit";
                 loadAll(p);
+                ++runningGeneration_;
             });
         NCS_LOG(info) << "datastore " << options.file << " open (durability " << toString(options.durability)
                       << ")";
@@ -344,6 +354,9 @@ public:
         if (!candidateOwn_) {
             trees_[index(Datastore::Candidate)] = dupForest(trees_[index(Datastore::Running)].get());
             candidateOwn_ = true;
+            candidateBase_ = runningGeneration_;
+            candidateIncremental_ = true;
+            candidateChanges_ = Collector(nullptr);
         }
     }
 
@@ -430,7 +443,11 @@ public:
 
             if (ds == Datastore::Candidate) {
                 candidateModified_ = candidateModified_ || !collector.empty();
+                candidateChanges_.absorb(collector);
+                // Unvalidated edits (test-option set) make commit validate the whole candidate.
+                candidateIncremental_ = candidateIncremental_ && options.testOption != TestOption::Set;
             } else if (!collector.empty()) {
+                ++runningGeneration_;
                 t0 = Clock::now();
                 ChangeSet cs = collector.build(ds, tree.get());
                 timing.changedRecords = cs.ops.size();
@@ -512,7 +529,11 @@ public:
                 trees_[index(ds)] = std::move(content);
                 candidateOwn_ = true;
                 candidateModified_ = true;
+                candidateIncremental_ = false;
                 return timing;
+            }
+            if (ds == Datastore::Running) {
+                ++runningGeneration_;
             }
             t0 = Clock::now();
             ChangeSet cs = fullChangeSet(ds, content.get());
@@ -535,9 +556,30 @@ public:
     WriteTiming commit() {
         Tree content;
         {
-            std::shared_lock lock(mutex_);
+            std::unique_lock lock(mutex_);
             if (!candidateOwn_) {
                 return {}; // candidate tracks running: nothing to commit
+            }
+            if (candidateIncremental_ && candidateBase_ == runningGeneration_) {
+                // Running has not moved since candidate was copied from it: write only what the
+                // candidate edits touched, and the candidate tree becomes running.
+                WriteTiming timing;
+                auto t0 = Clock::now();
+                ChangeSet cs =
+                    candidateChanges_.build(Datastore::Running, trees_[index(Datastore::Candidate)].get());
+                timing.changedRecords = cs.ops.size();
+                timing.serializeUs = usSince(t0);
+                trees_[index(Datastore::Running)] = std::move(trees_[index(Datastore::Candidate)]);
+                candidateOwn_ = false;
+                candidateModified_ = false;
+                candidateChanges_ = Collector(nullptr);
+                ++runningGeneration_;
+                std::future<void> durable = writer_->submit(std::move(cs));
+                lock.unlock();
+                t0 = Clock::now();
+                durable.get();
+                timing.commitWaitUs = usSince(t0);
+                return timing;
             }
             content = dupForest(trees_[index(Datastore::Candidate)].get());
         }
@@ -546,6 +588,7 @@ public:
 
     void discardChanges() {
         std::unique_lock lock(mutex_);
+        candidateChanges_ = Collector(nullptr);
         trees_[index(Datastore::Candidate)].reset();
         candidateOwn_ = false;
         candidateModified_ = false;
@@ -569,6 +612,12 @@ public:
     Tree trees_[3];
     bool candidateOwn_ = false;
     bool candidateModified_ = false;
+    // Incremental commit: what candidate edits touched since candidate was copied from running
+    // at generation candidateBase_ (running's generation counts its writes).
+    std::uint64_t runningGeneration_ = 0;
+    std::uint64_t candidateBase_ = 0;
+    bool candidateIncremental_ = false;
+    Collector candidateChanges_{nullptr};
     std::atomic<std::uint64_t> failed_{0};
     std::unique_ptr<detail::Writer> writer_; // last: stopped (drained) first
 };

@@ -159,6 +159,37 @@ TEST_F(StoreTest, CandidateTracksRunningUntilEditedThenCommits) {
     });
 }
 
+TEST_F(StoreTest, CommitWritesWhatCandidateEditsChangedAndStaysCorrectWhenRunningMoved) {
+    auto s = open();
+    edit(*s, interfacesXml("eth", 0, 100));
+    // Several candidate edits: delete, create, leaf merge; running does not move meanwhile.
+    edit(*s, interfacesXml("eth", 10, 5, "delete"), Datastore::Candidate);
+    edit(*s, interfacesXml("new", 0, 2), Datastore::Candidate);
+    edit(*s,
+         "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>eth1</name>"
+         "<enabled>false</enabled></interface></interfaces>",
+         Datastore::Candidate);
+    const std::string expected = dump(*s, Datastore::Candidate);
+    const Stats before = s->stats();
+    s->commit();
+    const Stats after = s->stats();
+    EXPECT_LE(after.recordsWritten - before.recordsWritten, 3u) << "commit rewrote unchanged records";
+    EXPECT_EQ(dump(*s, Datastore::Running), expected);
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s, Datastore::Running), expected);
+
+    // Running moves after the candidate was copied: commit still makes running = candidate.
+    edit(*s, interfacesXml("cand", 0, 1), Datastore::Candidate);
+    edit(*s, interfacesXml("run", 0, 1));
+    const std::string candidate = dump(*s, Datastore::Candidate);
+    s->commit();
+    EXPECT_EQ(dump(*s, Datastore::Running), candidate);
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s, Datastore::Running), candidate);
+}
+
 TEST_F(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
     auto s = open();
     edit(*s, interfacesXml("eth", 0, 1000));
