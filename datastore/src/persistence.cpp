@@ -89,17 +89,20 @@ void Persistence::migrate() {
                  " parent TEXT NOT NULL,"
                  " data BLOB NOT NULL,"
                  " UNIQUE(ds, path))");
-        // A leaf merge writes a patch row (leaf path, value) instead of rewriting the record;
-        // rewriting or deleting the record drops the patches below it.
+        db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '1')");
+    }
+    if (version < 2) {
+        // Version 2: a leaf merge writes a patch row (leaf path, value) instead of rewriting the
+        // record; rewriting or deleting the record drops the patches below it.
         db_.exec("CREATE TABLE IF NOT EXISTS patches("
                  " id INTEGER PRIMARY KEY,"
                  " ds INTEGER NOT NULL,"
                  " path TEXT NOT NULL,"
                  " value TEXT NOT NULL,"
                  " UNIQUE(ds, path))");
-        db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '1')");
+        db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '2')");
     }
-    // Later versions: `if (version < 2) { ALTER ...; UPDATE meta ... }`, each in this transaction.
+    // Later versions: `if (version < 3) { ...; UPDATE meta ... }`, each in this transaction.
     tx.commit();
 }
 

@@ -36,7 +36,7 @@ struct ChangeSet {
 };
 
 /// Schema version of the SQLite layout written by this build; older files are migrated.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 class Persistence {
 public:

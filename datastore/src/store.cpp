@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <shared_mutex>
 #include <unordered_set>
@@ -27,11 +28,24 @@ std::uint64_t usSince(Clock::time_point start) {
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
 }
 
+/// libyang 2.1.30 reports where an error is as text ('Schema location "/a:b/c", data location
+/// "/a:b/c[k='1']", line number 3.'): the data path when there is one, else the schema path.
+std::string errorPath(const std::string& where) {
+    for (const char* label : {"ata location \"", "chema location \""}) {
+        const auto start = where.find(label);
+        if (start != std::string::npos) {
+            const auto from = start + std::strlen(label);
+            return where.substr(from, where.find('"', from) - from);
+        }
+    }
+    return where;
+}
+
 /// Maps libyang's last validation error to the RFC 7950 section 15 error-tag / app-tag.
 Error validationError(const ly_ctx* ctx, const std::string& prefix) {
     const ly_err_item* e = ly_err_last(ctx);
     std::string msg = e && e->msg ? e->msg : "validation failed";
-    std::string path = e && e->path ? e->path : "";
+    std::string path = errorPath(e && e->path ? e->path : "");
     std::string appTag = e && e->apptag ? e->apptag : "";
     ErrorTag tag = ErrorTag::OperationFailed;
     if (appTag == "instance-required" || appTag == "missing-choice") {

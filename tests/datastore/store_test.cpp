@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <fstream>
 #include <thread>
 
@@ -102,6 +104,42 @@ TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
     s.reset();
     s = open();
     EXPECT_EQ(dump(*s, Datastore::Running), before);
+}
+
+TEST_F(StoreTest, ValidationErrorsCarryTheDataPath) {
+    auto s = open();
+    try {
+        edit(*s,
+             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>bad</name>"
+             "</interface></interfaces>");
+        FAIL() << "invalid configuration accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.path().rfind("/ietf-interfaces:interfaces/interface", 0), 0u) << e.path();
+        EXPECT_EQ(e.path().find("location"), std::string::npos) << e.path();
+    }
+}
+
+TEST_F(StoreTest, MigratesAVersion1File) {
+    {
+        sqlite3* raw = nullptr;
+        ASSERT_EQ(sqlite3_open((dir_.path() / "ncstore.db").c_str(), &raw), SQLITE_OK);
+        std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db(raw, sqlite3_close);
+        ASSERT_EQ(sqlite3_exec(
+                      db.get(),
+                      "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                      "INSERT INTO meta VALUES('schema_version', '1');"
+                      "CREATE TABLE records(id INTEGER PRIMARY KEY, ds INTEGER NOT NULL, path TEXT NOT NULL,"
+                      " parent TEXT NOT NULL, data BLOB NOT NULL, UNIQUE(ds, path));",
+                      nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+    }
+    auto s = open();
+    edit(*s, interfacesXml("eth", 0, 2));
+    edit(*s, "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>eth0</name>"
+             "<enabled>false</enabled></interface></interfaces>");
+    s.reset();
+    s = open();
+    EXPECT_NE(dump(*s, Datastore::Running).find("<enabled>false</enabled>"), std::string::npos);
 }
 
 TEST_F(StoreTest, TestOnlyValidatesWithoutChanging) {
