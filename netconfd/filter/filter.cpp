@@ -83,8 +83,9 @@ std::vector<const lyd_node*> inDataOrder(const Sel& sel, const lyd_node* firstSi
     return out;
 }
 
+/// Duplicates the selected nodes under `parentCopy`, or, at the top, into the forest `result`.
 void build(const Sel& sel, const lyd_node* dataParent, const lyd_node* dataFirst, lyd_node* parentCopy,
-           lyd_node** resultFirst) {
+           Tree& result) {
     const bool parentIsList = dataParent && dataParent->schema && dataParent->schema->nodetype == LYS_LIST;
     for (const lyd_node* d : inDataOrder(sel, dataFirst)) {
         // lyd_dup_single always copies a list entry's keys along with the entry.
@@ -94,26 +95,25 @@ void build(const Sel& sel, const lyd_node* dataParent, const lyd_node* dataFirst
         const Sel& s = *sel.kids.at(d);
         lyd_node* copy = dupInto(d, parentCopy, s.whole ? LYD_DUP_RECURSIVE : 0);
         if (!parentCopy) {
-            if (lyd_insert_sibling(*resultFirst, copy, resultFirst) != LY_SUCCESS) {
-                lyd_free_tree(copy);
+            Subtree owned{copy};
+            lyd_node* first = result.release();
+            LY_ERR rc = lyd_insert_sibling(first, copy, &first);
+            result.reset(first);
+            if (rc != LY_SUCCESS) {
                 throw Error("assembling filter output failed: " + lastError(LYD_CTX(d)));
             }
+            owned.release(); // now part of `result`
         }
         if (!s.whole) {
-            build(s, d, lyd_child(d), copy, resultFirst);
+            build(s, d, lyd_child(d), copy, result);
         }
     }
 }
 
 Tree buildTree(const Sel& root, const lyd_node* dataFirst) {
-    lyd_node* first = nullptr;
-    try {
-        build(root, nullptr, dataFirst, nullptr, &first);
-    } catch (...) {
-        lyd_free_all(first);
-        throw;
-    }
-    return Tree{first};
+    Tree result;
+    build(root, nullptr, dataFirst, nullptr, result);
+    return result;
 }
 
 const lyd_node* firstOf(const lyd_node* node) {
@@ -192,6 +192,32 @@ FNode readFilter(const lyd_node* n) {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+struct ErrItemDeleter {
+    void operator()(ly_err_item* e) const noexcept { ly_err_free(e); }
+};
+using ErrItem = std::unique_ptr<ly_err_item, ErrItemDeleter>;
+
+/// A value stored by a type plugin outside any data node, released by the same plugin.
+struct StoredValue {
+    const ly_ctx* ctx;
+    const lysc_type* type;
+    lyd_value value{};
+    bool stored = false;
+    StoredValue(const ly_ctx* c, const lysc_type* t) : ctx(c), type(t) {}
+    StoredValue(const StoredValue&) = delete;
+    StoredValue& operator=(const StoredValue&) = delete;
+    ~StoredValue() {
+        if (stored) {
+            type->plugin->free(ctx, &value);
+        }
+    }
+};
+
+struct InDeleter {
+    void operator()(ly_in* in) const noexcept { ly_in_free(in, 0); }
+};
+using Input = std::unique_ptr<ly_in, InDeleter>;
 
 class SubtreeEvaluator {
 public:
@@ -357,22 +383,17 @@ private:
                                     ? reinterpret_cast<const lysc_node_leaf*>(sn)->type
                                     : reinterpret_cast<const lysc_node_leaflist*>(sn)->type;
         const auto* o = reinterpret_cast<const lyd_node_opaq*>(f.node);
-        lyd_value storage{};
-        ly_err_item* err = nullptr;
+        StoredValue v{ctx_, type};
+        ly_err_item* rawErr = nullptr;
         LY_ERR rc = type->plugin->store(ctx_, type, f.value.c_str(), f.value.size(), 0, o->format,
-                                        o->val_prefix_data, LYD_HINT_DATA, sn, &storage, nullptr, &err);
-        if (err) {
-            ly_err_free(err);
-        }
+                                        o->val_prefix_data, LYD_HINT_DATA, sn, &v.value, nullptr, &rawErr);
+        ErrItem err{rawErr}; // why it is invalid does not matter here: it just cannot match
         if (rc != LY_SUCCESS && rc != LY_EINCOMPLETE) {
             return std::nullopt;
         }
-        std::optional<std::string> out;
-        if (const char* c = lyd_value_get_canonical(ctx_, &storage)) {
-            out = c;
-        }
-        type->plugin->free(ctx_, &storage);
-        return out;
+        v.stored = true;
+        const char* c = lyd_value_get_canonical(ctx_, &v.value);
+        return c ? std::optional<std::string>(c) : std::nullopt;
     }
 
     /// The leaf (or leaf-list entry) `sn` among `first`'s siblings whose value is `f`'s.
@@ -636,14 +657,14 @@ Selection selectSubtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std:
         const std::string rpc = "<rpc xmlns=\"urn:ietf:params:xml:ns:netconf:base:1.0\" message-id=\"0\">"
                                 "<get-config><source><running/></source><filter type=\"subtree\">" +
                                 xml + "</filter></get-config></rpc>";
-        ly_in* in = nullptr;
-        if (ly_in_new_memory(rpc.c_str(), &in) != LY_SUCCESS) {
+        ly_in* rawIn = nullptr;
+        if (ly_in_new_memory(rpc.c_str(), &rawIn) != LY_SUCCESS) {
             throw Error("subtree filter: out of memory");
         }
+        Input in{rawIn};
         lyd_node* env = nullptr;
         lyd_node* op = nullptr;
-        LY_ERR rc = lyd_parse_op(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, &env, &op);
-        ly_in_free(in, 0);
+        LY_ERR rc = lyd_parse_op(ctx, nullptr, in.get(), LYD_XML, LYD_TYPE_RPC_NETCONF, &env, &op);
         Tree envOwner{env};
         Tree opOwner{op};
         if (rc != LY_SUCCESS) {
