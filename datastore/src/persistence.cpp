@@ -52,14 +52,17 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
         db_, "INSERT INTO records(ds, path, parent, data) VALUES(?, ?, ?, ?) "
              "ON CONFLICT(ds, path) DO UPDATE SET parent=excluded.parent, data=excluded.data");
     // Children of `p` have paths starting with "p/": the range [p/, p0) since '0' follows '/'.
-    deleteRange_ = std::make_unique<SQLite::Statement>(
-        db_, "DELETE FROM records WHERE ds=?1 AND (path=?2 OR (path>=?2||'/' AND path<?2||'0'))");
+    // Two statements, not one with OR: SQLite uses the (ds, path) index for each only then.
+    deleteExact_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=? AND path=?");
+    deleteBelow_ =
+        std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=? AND path>=? AND path<?");
     deleteAll_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=?");
     patch_ =
         std::make_unique<SQLite::Statement>(db_, "INSERT INTO patches(ds, path, value) VALUES(?, ?, ?) "
                                                  "ON CONFLICT(ds, path) DO UPDATE SET value=excluded.value");
-    deletePatchRange_ = std::make_unique<SQLite::Statement>(
-        db_, "DELETE FROM patches WHERE ds=?1 AND (path=?2 OR (path>=?2||'/' AND path<?2||'0'))");
+    deletePatchExact_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=? AND path=?");
+    deletePatchBelow_ =
+        std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=? AND path>=? AND path<?");
     deleteAllPatches_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=?");
 } catch (const SQLite::Exception& e) {
     failOpen(file, e.what());
@@ -135,6 +138,22 @@ void Persistence::loadPatches(Datastore ds,
     }
 }
 
+std::uint64_t Persistence::deleteRange(SQLite::Statement& exact, SQLite::Statement& below, int ds,
+                                       const std::string& path) {
+    const std::string from = path + "/";
+    const std::string to = path + "0";
+    exact.bind(1, ds);
+    exact.bindNoCopy(2, path);
+    auto n = static_cast<std::uint64_t>(exact.exec());
+    exact.reset();
+    below.bind(1, ds);
+    below.bindNoCopy(2, from);
+    below.bindNoCopy(3, to);
+    n += static_cast<std::uint64_t>(below.exec());
+    below.reset();
+    return n;
+}
+
 std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<const ChangeSet*>& batch) {
     std::uint64_t written = 0;
     std::uint64_t deleted = 0;
@@ -144,10 +163,7 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
         for (const RecordOp& op : cs->ops) {
             switch (op.kind) {
             case RecordOp::Kind::Upsert:
-                deletePatchRange_->bind(1, ds);
-                deletePatchRange_->bindNoCopy(2, op.path);
-                deletePatchRange_->exec();
-                deletePatchRange_->reset();
+                deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path);
                 upsert_->bind(1, ds);
                 upsert_->bindNoCopy(2, op.path);
                 upsert_->bindNoCopy(3, op.parent);
@@ -157,22 +173,8 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
                 ++written;
                 break;
             case RecordOp::Kind::DeleteRange:
-                deleteRange_->bind(1, ds);
-                deleteRange_->bindNoCopy(2, op.path);
-                deleted += static_cast<std::uint64_t>(deleteRange_->exec());
-                deleteRange_->reset();
-                deletePatchRange_->bind(1, ds);
-                deletePatchRange_->bindNoCopy(2, op.path);
-                deletePatchRange_->exec();
-                deletePatchRange_->reset();
-                break;
-            case RecordOp::Kind::Patch:
-                patch_->bind(1, ds);
-                patch_->bindNoCopy(2, op.path);
-                patch_->bindNoCopy(3, op.data);
-                patch_->exec();
-                patch_->reset();
-                ++written;
+                deleted += deleteRange(*deleteExact_, *deleteBelow_, ds, op.path);
+                deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path);
                 break;
             case RecordOp::Kind::DeleteAll:
                 deleteAll_->bind(1, ds);
@@ -181,6 +183,14 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
                 deleteAllPatches_->bind(1, ds);
                 deleteAllPatches_->exec();
                 deleteAllPatches_->reset();
+                break;
+            case RecordOp::Kind::Patch:
+                patch_->bind(1, ds);
+                patch_->bindNoCopy(2, op.path);
+                patch_->bindNoCopy(3, op.data);
+                patch_->exec();
+                patch_->reset();
+                ++written;
                 break;
             }
         }

@@ -59,13 +59,18 @@ public:
 
 private:
     void migrate();
+    /// Deletes the row at `path` and every row below it; returns how many.
+    static std::uint64_t deleteRange(SQLite::Statement& exact, SQLite::Statement& below, int ds,
+                                     const std::string& path);
     std::filesystem::path file_;
     SQLite::Database db_;
     std::unique_ptr<SQLite::Statement> upsert_;
-    std::unique_ptr<SQLite::Statement> deleteRange_;
+    std::unique_ptr<SQLite::Statement> deleteExact_;
+    std::unique_ptr<SQLite::Statement> deleteBelow_;
     std::unique_ptr<SQLite::Statement> deleteAll_;
     std::unique_ptr<SQLite::Statement> patch_;
-    std::unique_ptr<SQLite::Statement> deletePatchRange_;
+    std::unique_ptr<SQLite::Statement> deletePatchExact_;
+    std::unique_ptr<SQLite::Statement> deletePatchBelow_;
     std::unique_ptr<SQLite::Statement> deleteAllPatches_;
 };
 

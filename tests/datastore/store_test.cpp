@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -74,6 +75,21 @@ TEST_F(StoreTest, DeletesSurviveReopen) {
     s.reset();
     s = open();
     EXPECT_EQ(dump(*s, Datastore::Running), "");
+}
+
+TEST_F(StoreTest, DeletingAnEntryKeepsEntriesWhosePathsItPrefixes) {
+    {
+        auto s = open();
+        // eth1, eth1-0 and eth10: the deleted entry's path is a prefix of the others' paths.
+        edit(*s, interfacesXml("eth", 1, 1) + interfacesXml("eth1-", 0, 1) + interfacesXml("eth", 10, 1));
+        edit(*s, interfacesXml("eth", 1, 1, "delete"));
+    }
+    auto s = open();
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        auto names = interfaceNames(t);
+        std::sort(names.begin(), names.end());
+        EXPECT_EQ(names, (std::vector<std::string>{"eth1-0", "eth10"}));
+    });
 }
 
 TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
