@@ -155,6 +155,7 @@ if ! dpkg_wait -i "$DEB" > "$WORK/dpkg.log" 2>&1; then
     apt-get -o DPkg::Lock::Timeout=180 -f install -y < /dev/null || fail "dpkg -i and apt-get -f install failed"
 fi
 dpkg-query -W -f='${Status} ${Version}\n' ncstore | grep -q "install ok installed $VERSION" || fail "ncstore not installed"
+if grep -i "warning\|error" "$WORK/dpkg.log"; then fail "dpkg -i printed warnings (above)"; fi
 getent passwd ncstore >/dev/null || fail "no ncstore user"
 [ "$(stat -c '%U:%G %a' /var/lib/ncstore)" = "ncstore:ncstore 750" ] \
     || fail "/var/lib/ncstore is $(stat -c '%U:%G %a' /var/lib/ncstore), want ncstore:ncstore 750"
