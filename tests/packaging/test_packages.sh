@@ -129,6 +129,11 @@ rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$RPM" | grep -q '^cn /etc/n
 rpm -qp --qf '[%{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEMODES:perms} %{FILENAMES}\n]' "$RPM" \
     | grep -q '^ncstore:ncstore drwxr-x--- /var/lib/ncstore$' || fail ".rpm: /var/lib/ncstore not ncstore:ncstore 0750"
 rpm -qp --scripts "$RPM" | grep -q useradd || fail ".rpm: no useradd in its scripts"
+for tag in PREIN POSTIN PREUN POSTUN; do
+    rpm -qp --qf "%{$tag}" "$RPM" > "$WORK/scriptlet"
+    [ -s "$WORK/scriptlet" ] || fail ".rpm has no $tag scriptlet"
+    sh -n "$WORK/scriptlet" || fail ".rpm $tag scriptlet: shell syntax error"
+done
 ok "rpm: %config(noreplace), data dir owner, user creation"
 
 step ".rpm into a scratch root"
