@@ -91,8 +91,8 @@ std::optional<CpuSnapshot> processCpu(long pid) {
 }
 
 /// CPU seconds the process spent between two snapshots: the sum of per-thread deltas (a thread
-/// born in between counts whole; one that exited is missed), or the tick-based process delta when
-/// that is larger (it keeps exited threads, at 10 ms resolution).
+/// born in between counts whole). When a thread exited in between, its time is only in the
+/// tick-based process delta (10 ms resolution), which is then used if larger.
 std::optional<double> cpuBetween(const std::optional<CpuSnapshot>& before,
                                  const std::optional<CpuSnapshot>& after) {
     if (!before || !after) {
@@ -106,7 +106,12 @@ std::optional<double> cpuBetween(const std::optional<CpuSnapshot>& before,
         const auto it = before->find(tid);
         ns += value - (it == before->end() ? 0.0 : it->second);
     }
-    return std::max(ns, after->at("total") - before->at("total")) / 1e9;
+    const bool threadExited = std::any_of(before->begin(), before->end(),
+                                          [&](const auto& entry) { return !after->contains(entry.first); });
+    if (threadExited) {
+        ns = std::max(ns, after->at("total") - before->at("total"));
+    }
+    return ns / 1e9;
 }
 
 /// JSON fragment `,"server_cpu_s":X` when it was measured.
