@@ -125,6 +125,20 @@ void Persistence::load(
     }
 }
 
+std::string Persistence::meta(const std::string& key) {
+    SQLite::Statement q(db_, "SELECT value FROM meta WHERE key=?");
+    q.bind(1, key);
+    return q.executeStep() ? q.getColumn(0).getString() : std::string();
+}
+
+void Persistence::setMeta(const std::string& key, const std::string& value) {
+    SQLite::Statement q(
+        db_, "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value");
+    q.bind(1, key);
+    q.bind(2, value);
+    q.exec();
+}
+
 void Persistence::loadPatches(Datastore ds,
                               const std::function<void(const std::string&, const std::string&)>& fn) {
     try {

@@ -47,6 +47,9 @@ public:
     /// Calls fn(path, parent, data) for every record of `ds` in insertion order.
     void load(Datastore ds, const std::function<void(const std::string& path, const std::string& parent,
                                                      const std::string& data)>& fn);
+    /// A value of the meta table ("" when absent) / sets one (its own transaction).
+    std::string meta(const std::string& key);
+    void setMeta(const std::string& key, const std::string& value);
     /// Calls fn(leaf path, value) for every leaf patch of `ds`, oldest first.
     void loadPatches(Datastore ds,
                      const std::function<void(const std::string& path, const std::string& value)>& fn);

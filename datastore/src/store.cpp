@@ -7,6 +7,7 @@
 #include "ncstore/datastore.hpp"
 #include "ncstore/log.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -275,7 +276,37 @@ public:
                       << ")";
     }
 
+    /// The implemented modules with revisions and enabled features: data written and validated
+    /// under the same set needs no whole-tree validation when it is loaded again.
+    std::string moduleSet() const {
+        std::vector<std::string> items;
+        uint32_t idx = 0;
+        const lys_module* mod = nullptr;
+        while ((mod = ly_ctx_get_module_iter(ctx_, &idx))) {
+            if (!mod->implemented) {
+                continue;
+            }
+            std::string item = std::string(mod->name) + "@" + (mod->revision ? mod->revision : "");
+            const lysp_feature* f = nullptr;
+            uint32_t fidx = 0;
+            while ((f = lysp_feature_next(f, mod->parsed, &fidx))) {
+                if (f->flags & LYS_FENABLED) {
+                    item += std::string(" +") + f->name;
+                }
+            }
+            items.push_back(std::move(item));
+        }
+        std::sort(items.begin(), items.end());
+        std::string out;
+        for (const auto& i : items) {
+            out += i + "\n";
+        }
+        return out;
+    }
+
     void loadAll(detail::Persistence& p) {
+        const std::string modules = moduleSet();
+        const bool trusted = !options_.verifyOnOpen && p.meta("module_set") == modules;
         for (Datastore ds : {Datastore::Running, Datastore::Startup}) {
             Tree forest;
             {
@@ -302,7 +333,15 @@ public:
                     applyPatch(forest, path, value);
                 });
             }
-            {
+            if (trusted) {
+                // Validated when written, under these very modules: only the defaults, which are
+                // not stored, need to come back.
+                RawTree raw(forest);
+                if (raw.get() &&
+                    lyd_new_implicit_all(raw.ptr(), ctx_, LYD_IMPLICIT_NO_STATE, nullptr) != LY_SUCCESS) {
+                    throw Error(ErrorTag::OperationFailed, "cannot add default nodes: " + lastError(ctx_));
+                }
+            } else {
                 RawTree raw(forest);
                 if (raw.get() && lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, nullptr) != LY_SUCCESS) {
                     throw Error(ErrorTag::OperationFailed,
@@ -313,6 +352,9 @@ public:
                 }
             }
             trees_[index(ds)] = std::move(forest);
+        }
+        if (!trusted) {
+            p.setMeta("module_set", modules);
         }
     }
 

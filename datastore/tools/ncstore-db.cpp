@@ -117,6 +117,7 @@ int run(int argc, char** argv) {
     std::filesystem::create_directories(dataDir);
     ds::StoreOptions storeOptions;
     storeOptions.file = dbFile;
+    storeOptions.verifyOnOpen = command == "check";
     auto store = ds::Store::open(ctx.get(), storeOptions); // loads and validates every record
     const ds::Datastore which = parseDatastore(vm["datastore"].as<std::string>());
 

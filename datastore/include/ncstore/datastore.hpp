@@ -105,6 +105,9 @@ struct StoreOptions {
     Durability durability = Durability::Full;
     std::size_t maxBatchChangeSets = 4096;          ///< change sets per SQLite transaction
     std::size_t maxBatchBytes = 256u * 1024 * 1024; ///< bytes per SQLite transaction
+    /// Validate the whole stored data at open even when it was written under the same modules
+    /// (otherwise only a changed module set triggers whole-tree validation at open).
+    bool verifyOnOpen = false;
 };
 
 /// Counters since the store was opened.
