@@ -309,12 +309,15 @@ public:
         const bool trusted = !options_.verifyOnOpen && p.meta("module_set") == modules;
         for (Datastore ds : {Datastore::Running, Datastore::Startup}) {
             Tree forest;
+            const auto start = Clock::now();
+            std::uint64_t records = 0;
             {
                 detail::RecordLoader loader(ctx_);
                 try {
                     p.load(ds,
                            [&](const std::string& path, const std::string& parent, const std::string& data) {
                                try {
+                                   ++records;
                                    loader.load(parent, data);
                                } catch (const std::exception& e) {
                                    throw Error(ErrorTag::OperationFailed, "record " + path + ": " + e.what());
@@ -333,6 +336,7 @@ public:
                     applyPatch(forest, path, value);
                 });
             }
+            const auto loadedUs = usSince(start);
             if (trusted) {
                 // Validated when written, under these very modules: only the defaults, which are
                 // not stored, need to come back.
@@ -351,6 +355,9 @@ public:
                                     "); start with the modules it was written with");
                 }
             }
+            NCS_LOG(info) << "datastore: " << toString(ds) << ": " << records << " records loaded in "
+                          << loadedUs / 1000 << " ms, " << (trusted ? "defaults added" : "validated")
+                          << " in " << (usSince(start) - loadedUs) / 1000 << " ms";
             trees_[index(ds)] = std::move(forest);
         }
         if (!trusted) {
