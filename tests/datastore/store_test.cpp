@@ -35,6 +35,14 @@ protected:
         return out;
     }
 
+    /// Running shows `expected`, and still does after the store is closed and opened again.
+    void expectRunningPersisted(std::unique_ptr<Store>& s, const std::string& expected) {
+        EXPECT_EQ(dump(*s, Datastore::Running), expected);
+        s.reset();
+        s = open();
+        EXPECT_EQ(dump(*s, Datastore::Running), expected);
+    }
+
     void edit(Store& s, const std::string& xml, Datastore ds = Datastore::Running, EditOptions o = {}) {
         Tree e = parseEdit(ctx_.get(), xml);
         s.edit(ds, e.get(), o);
@@ -116,10 +124,7 @@ TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("type"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(dump(*s, Datastore::Running), before);
-    s.reset();
-    s = open();
-    EXPECT_EQ(dump(*s, Datastore::Running), before);
+    expectRunningPersisted(s, before);
 }
 
 TEST_F(StoreTest, ValidationErrorsCarryTheDataPath) {
@@ -228,20 +233,14 @@ TEST_F(StoreTest, CommitWritesWhatCandidateEditsChangedAndStaysCorrectWhenRunnin
     s->commit();
     const Stats after = s->stats();
     EXPECT_LE(after.recordsWritten - before.recordsWritten, 3u) << "commit rewrote unchanged records";
-    EXPECT_EQ(dump(*s, Datastore::Running), expected);
-    s.reset();
-    s = open();
-    EXPECT_EQ(dump(*s, Datastore::Running), expected);
+    expectRunningPersisted(s, expected);
 
     // Running moves after the candidate was copied: commit still makes running = candidate.
     edit(*s, interfacesXml("cand", 0, 1), Datastore::Candidate);
     edit(*s, interfacesXml("run", 0, 1));
     const std::string candidate = dump(*s, Datastore::Candidate);
     s->commit();
-    EXPECT_EQ(dump(*s, Datastore::Running), candidate);
-    s.reset();
-    s = open();
-    EXPECT_EQ(dump(*s, Datastore::Running), candidate);
+    expectRunningPersisted(s, candidate);
 }
 
 TEST_F(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
