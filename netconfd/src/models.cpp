@@ -43,6 +43,41 @@ void load(ly_ctx* ctx, const std::string& name, const char* revision, const char
     }
 }
 
+/// Deviations of the server from the protocol modules it implements, advertised like any
+/// module of the context (capabilities, yang-library, get-schema).
+constexpr const char* kDeviations = R"(module ncstore-deviations {
+  yang-version 1.1;
+  namespace "urn:ncstore:yang:ncstore-deviations";
+  prefix ncsd;
+
+  import ietf-netconf-monitoring {
+    prefix ncm;
+  }
+
+  organization
+    "ncstore";
+  description
+    "How ncstored deviates from the NETCONF protocol modules it implements.";
+
+  revision 2026-11-30 {
+    description
+      "get-schema format as text.";
+  }
+
+  deviation "/ncm:get-schema/ncm:input/ncm:format" {
+    description
+      "Clients (ncclient among them) send the identity without a prefix, <format>yang</format>,
+       in an element whose default namespace is not ietf-netconf-monitoring's; as an identityref
+       the value cannot be resolved (RFC 7950 9.10.3) and the request fails. ncstored reads the
+       value as text: yang and yin are served, with or without a prefix; any other value is
+       answered with error-tag invalid-value.";
+    deviate replace {
+      type string;
+    }
+  }
+}
+)";
+
 } // namespace
 
 std::filesystem::path bundledModelsDir() {
@@ -89,6 +124,9 @@ Context buildContext(const ModelOptions& options) {
     load(ctx.get(), "ietf-netconf", "2011-06-01", netconfFeatures);
     load(ctx.get(), "ietf-netconf-with-defaults", nullptr, nullptr);
     load(ctx.get(), "ietf-netconf-monitoring", nullptr, nullptr);
+    if (lys_parse_mem(ctx.get(), kDeviations, LYS_IN_YANG, nullptr) != LY_SUCCESS) {
+        throw YangError("cannot load the ncstore-deviations module", ctx.get());
+    }
 
     const char* allFeatures[] = {"*", nullptr};
     if (options.defaultModels) {

@@ -1,5 +1,6 @@
 // The RFC 6241 / RFC 6022 operations: RPC tree in, reply out, through ncstore::ds::Store.
 #include "errors.hpp"
+#include "rpcparse.hpp"
 #include "server.hpp"
 #include "session.hpp"
 
@@ -34,6 +35,45 @@ const lyd_node* child(const lyd_node* parent, const char* name) {
         }
     }
     return nullptr;
+}
+
+bool isDeleteOrRemove(const char* value) {
+    return value && (std::strcmp(value, "delete") == 0 || std::strcmp(value, "remove") == 0);
+}
+
+/// Whether the opaque node `n` is deleted or removed: its own nc:operation attribute, or else
+/// the nearest one of its ancestors.
+bool opaqueIsDeleted(const lyd_node* n) {
+    for (const lyd_attr* a = reinterpret_cast<const lyd_node_opaq*>(n)->attr; a; a = a->next) {
+        if (a->name.name && std::strcmp(a->name.name, "operation") == 0) {
+            return isDeleteOrRemove(a->value);
+        }
+    }
+    for (const lyd_node* p = lyd_parent(n); p; p = lyd_parent(p)) {
+        for (const lyd_meta* m = p->meta; m; m = m->next) {
+            if (std::strcmp(m->name, "operation") == 0 &&
+                std::strcmp(m->annotation->module->name, "ietf-netconf") == 0) {
+                return isDeleteOrRemove(lyd_get_meta_value(m));
+            }
+        }
+    }
+    return false;
+}
+
+/// Whether every opaque node of the forest `first` is a childless node under a schema node (or
+/// at the top) that is deleted or removed: a leaf written without a value of its type, as
+/// LYD_PARSE_OPAQ leaves `<enabled nc:operation="delete"/>`.
+bool onlyDeletedOpaqueLeaves(const lyd_node* first) {
+    for (const lyd_node* n = first; n; n = n->next) {
+        if (!n->schema) {
+            if (lyd_child(n) || (n->parent && !lyd_parent(n)->schema) || !opaqueIsDeleted(n)) {
+                return false;
+            }
+        } else if (!onlyDeletedOpaqueLeaves(lyd_child(n))) {
+            return false;
+        }
+    }
+    return true;
 }
 
 std::string valueOf(const lyd_node* node) {
@@ -180,6 +220,20 @@ nc_server_reply* Server::dispatch(lyd_node* rpc, nc_session* ncs) {
         return nc_server_reply_err(nc_err(ctx, NC_ERR_OP_FAILED, NC_ERR_TYPE_APP));
     }
     Session& s = *session;
+    if (auto parseError = takeRpcParseError(rpc)) {
+        // libnetconf2 could not parse this <rpc> (rpcparse.hpp): `rpc` is a stand-in.
+        ++s.inBadRpcs;
+        ++stats_.inBadRpcs;
+        ++s.outRpcErrors;
+        ++stats_.outRpcErrors;
+        RpcError& e = *parseError;
+        if (e.tag == "malformed-message" && nc_session_get_version(ncs) == 0) {
+            // RFC 6241 Appendix A: malformed-message "MUST NOT be sent to old clients" (base:1.0).
+            e.tag = "operation-failed";
+        }
+        NCS_LOG(debug) << "session " << s.id << " bad rpc: " << e.tag << ": " << e.what();
+        return nc_server_reply_err(toNcErr(ctx, e));
+    }
     ++s.inRpcs;
     ++stats_.inRpcs;
 
@@ -303,11 +357,17 @@ Tree Server::parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const {
         return nullptr;
     }
     NCS_LOG(trace) << "config content: " << text;
-    ly_err_clean(ctx_.get(), nullptr);
-    lyd_node* tree = nullptr;
-    if (lyd_parse_data_mem(ctx_.get(), text.c_str(), LYD_XML,
-                           LYD_PARSE_ONLY | LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, 0, &tree) != LY_SUCCESS) {
-        lyd_free_all(tree);
+    const auto parseWith = [&](std::uint32_t extra) {
+        ly_err_clean(ctx_.get(), nullptr);
+        lyd_node* raw = nullptr;
+        const LY_ERR rc =
+            lyd_parse_data_mem(ctx_.get(), text.c_str(), LYD_XML,
+                               LYD_PARSE_ONLY | LYD_PARSE_STRICT | LYD_PARSE_NO_STATE | extra, 0, &raw);
+        Tree parsed{raw};
+        return rc == LY_SUCCESS ? std::optional<Tree>(std::move(parsed)) : std::nullopt;
+    };
+    std::optional<Tree> tree = parseWith(0);
+    if (!tree) {
         auto e = fromLibyang(ctx_.get());
         if (e.tag == "unknown-namespace" && (e.badElement.empty() || e.badElement == "config")) {
             // libyang names only the namespace: find the element that declared it.
@@ -324,12 +384,19 @@ Tree Server::parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const {
             // Unknown elements and namespaces in <config> are protocol errors (RFC 6241 App. A).
             e.type = ErrorType::Protocol;
         }
-        throw e;
+        // A leaf without a value of its type (<enabled nc:operation="delete"/>) is what clients
+        // write to delete it: with LYD_PARSE_OPAQ libyang keeps such a leaf as an opaque node,
+        // which the edit engine deletes or removes. Anything else opaque (a bad value to set, a
+        // list entry without its key) keeps the strict parse's error and its error-path.
+        tree = parseWith(LYD_PARSE_OPAQ);
+        if (!tree || !onlyDeletedOpaqueLeaves(tree->get())) {
+            throw e;
+        }
     }
     parseUs += microsSince(start);
     NCS_LOG(trace) << "parsed config: "
-                   << (tree ? print(tree, LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK) : "");
-    return Tree{tree};
+                   << (*tree ? print(tree->get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK) : "");
+    return std::move(*tree);
 }
 
 nc_server_reply* Server::opGet(const lyd_node* rpc, Session& /*s*/, bool config) {

@@ -2,6 +2,7 @@
 
 #include "hostkeys.hpp"
 #include "models.hpp"
+#include "rpcparse.hpp"
 #include "session.hpp"
 #include "sockets.hpp"
 
@@ -137,6 +138,9 @@ Server::Server(const ServerConfig& config)
     models.ietfDir = systemIetfDir();
     models.bundledDir = bundledModelsDir();
     ctx_ = buildContext(models);
+    // libnetconf2 2.0.24 answers every <rpc> it cannot parse with operation-failed and never
+    // checks message-id: map those ourselves (rpcparse.hpp).
+    interceptRpcParsing(ctx_.get());
 
     ds::StoreOptions storeOptions;
     storeOptions.file = config_.dataDir / "ncstore.db";
@@ -176,6 +180,7 @@ Server::~Server() {
         nc_server_destroy();
         theServer = nullptr;
     }
+    interceptRpcParsing(nullptr);
 }
 
 void Server::start() {

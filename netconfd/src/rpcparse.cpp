@@ -1,0 +1,167 @@
+#include "rpcparse.hpp"
+
+#include "ncstore/log.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace ncstore::netconfd {
+
+namespace {
+
+using ParseOpFn = LY_ERR (*)(const ly_ctx*, lyd_node*, ly_in*, LYD_FORMAT, enum lyd_type, lyd_node**,
+                             lyd_node**);
+
+/// libyang's own lyd_parse_op, past our definition in the symbol lookup order.
+ParseOpFn realParseOp() {
+    static const ParseOpFn fn = [] {
+        void* sym = dlsym(RTLD_NEXT, "lyd_parse_op");
+        if (!sym) {
+            // Cannot happen while libyang is linked in; there is nothing to fall back to.
+            NCS_LOG(fatal) << "lyd_parse_op not found in libyang: " << dlerror();
+            std::abort();
+        }
+        return reinterpret_cast<ParseOpFn>(sym);
+    }();
+    return fn;
+}
+
+std::atomic<const ly_ctx*> intercepted{nullptr};
+
+struct PendingError {
+    const lyd_node* op = nullptr;
+    std::optional<RpcError> error;
+};
+thread_local PendingError pending;
+
+/// Whether a libyang data path leads into the <config> anyxml of an RPC (edit-config,
+/// copy-config, validate): errors there concern the configuration, not the protocol.
+bool insideConfig(const std::string& path) {
+    return path.find("/config/") != std::string::npos || path.find(":config/") != std::string::npos;
+}
+
+bool endsWith(const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A stand-in operation for a message answered with an error: any RPC the server knows does,
+/// since dispatch() asks takeRpcParseError() before looking at it.
+lyd_node* standInOperation(const ly_ctx* ctx) {
+    const lys_module* mod = ly_ctx_get_module_implemented(ctx, "ietf-netconf");
+    lyd_node* node = nullptr;
+    if (!mod || lyd_new_inner(nullptr, mod, "get", 0, &node) != LY_SUCCESS) {
+        return nullptr;
+    }
+    return node;
+}
+
+} // namespace
+
+RpcError fromRpcParseError(const ly_err_item& item) {
+    const std::string msg = item.msg ? item.msg : "invalid message";
+    if (item.vecode == LYVE_SYNTAX || item.vecode == LYVE_SYNTAX_XML) {
+        RpcError e("malformed-message", ErrorType::Rpc, msg);
+        return e;
+    }
+    RpcError e = fromLibyangItem(item, "operation-failed");
+    const bool config = insideConfig(e.path);
+    e.type = config ? ErrorType::Application : ErrorType::Protocol;
+    if (e.tag == "unknown-namespace" && e.path.empty()) {
+        // libyang names only the namespace; without a location the element is the operation.
+        e.badElement = "rpc";
+    }
+    if (e.tag == "unknown-element" && e.badElement == "running" &&
+        endsWith(dataPathOf(item.path ? item.path : ""), "delete-config/target")) {
+        // ietf-netconf has no <running/> case in delete-config's target: RFC 6241 7.4.
+        RpcError refused("operation-not-supported", ErrorType::Protocol,
+                         "the running datastore cannot be deleted");
+        refused.path = e.path;
+        refused.badElement = "running";
+        return refused;
+    }
+    if (e.tag == "invalid-value" && msg.find("annotation") != std::string::npos) {
+        e.tag = "bad-attribute";
+    }
+    return e;
+}
+
+bool hasMessageId(const lyd_node* envelope) {
+    if (!envelope || envelope->schema) {
+        return false;
+    }
+    for (const lyd_attr* a = reinterpret_cast<const lyd_node_opaq*>(envelope)->attr; a; a = a->next) {
+        if (a->name.name && std::strcmp(a->name.name, "message-id") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+RpcError missingMessageId() {
+    RpcError e("missing-attribute", ErrorType::Rpc, "the <rpc> has no message-id attribute");
+    e.badAttribute = "message-id";
+    e.badElement = "rpc";
+    return e;
+}
+
+void interceptRpcParsing(const ly_ctx* ctx) {
+    intercepted = ctx;
+}
+
+std::optional<RpcError> takeRpcParseError(const lyd_node* op) {
+    if (!op || pending.op != op) {
+        return std::nullopt;
+    }
+    pending.op = nullptr;
+    return std::exchange(pending.error, std::nullopt);
+}
+
+LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op) {
+    pending = {};
+    const LY_ERR rc = realParseOp()(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, envelope, op);
+    if (rc == LY_SUCCESS) {
+        if (!hasMessageId(*envelope)) {
+            pending = {*op, missingMessageId()};
+        }
+        return rc;
+    }
+    if (!*envelope) {
+        // Not even an <rpc>: libnetconf2 answers (base:1.1) or drops (base:1.0) it.
+        return rc;
+    }
+    const ly_err_item* item = ly_err_last(ctx);
+    RpcError error = item ? fromRpcParseError(*item)
+                          : RpcError("operation-failed", ErrorType::Application, "cannot parse the <rpc>");
+    if (!hasMessageId(*envelope)) {
+        error = missingMessageId();
+    }
+    lyd_node* standIn = standInOperation(ctx);
+    if (!standIn) {
+        return rc; // libnetconf2 answers operation-failed itself
+    }
+    NCS_LOG(debug) << "rpc parse error: " << error.what() << " -> " << error.tag;
+    const Tree partial{*op}; // whatever libyang built of the operation
+    *op = standIn;
+    pending = {standIn, std::move(error)};
+    ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
+    return LY_SUCCESS;
+}
+
+} // namespace ncstore::netconfd
+
+// Interposes libyang's lyd_parse_op (see rpcparse.hpp): libnetconf2 calls it through the PLT,
+// and the executable's definition comes first in the global scope (CMakeLists.txt exports it).
+extern "C" LIBYANG_API_DEF LY_ERR lyd_parse_op(const struct ly_ctx* ctx, struct lyd_node* parent,
+                                               struct ly_in* in, LYD_FORMAT format, enum lyd_type data_type,
+                                               struct lyd_node** tree, struct lyd_node** op) {
+    using namespace ncstore::netconfd;
+    if (ctx && ctx == intercepted.load() && data_type == LYD_TYPE_RPC_NETCONF && !parent &&
+        format == LYD_XML && tree && op) {
+        return parseRpcMessage(ctx, in, tree, op);
+    }
+    return realParseOp()(ctx, parent, in, format, data_type, tree, op);
+}
