@@ -125,13 +125,21 @@ std::string serializeRecord(const lyd_node* root) {
     return printTree(shell.get(), LYD_LYB, LYD_PRINT_WD_EXPLICIT);
 }
 
-void RecordLoader::load(const std::string& parentPath, const std::string& data) {
+Tree RecordLoader::parse(const ly_ctx* ctx, const std::string& data) {
     lyd_node* parsed = nullptr;
     const uint32_t parseOpts = LYD_PARSE_ONLY | LYD_PARSE_STRICT;
-    if (lyd_parse_data_mem(ctx_, data.data(), LYD_LYB, parseOpts, 0, &parsed) != LY_SUCCESS) {
-        throw YangError("cannot parse record", ctx_);
+    if (lyd_parse_data_mem(ctx, data.data(), LYD_LYB, parseOpts, 0, &parsed) != LY_SUCCESS) {
+        lyd_free_all(parsed);
+        throw YangError("cannot parse record", ctx);
     }
-    Tree owned{parsed};
+    return Tree{parsed};
+}
+
+void RecordLoader::link(const std::string& parentPath, Tree owned) {
+    lyd_node* parsed = owned.get();
+    if (!parsed) {
+        throw YangError("empty record" + (parentPath.empty() ? "" : " under " + parentPath));
+    }
     if (parentPath.empty()) {
         // Top-level: link into the forest through its first node (cheap, no sibling walk).
         lyd_node* top = owned.release();

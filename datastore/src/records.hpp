@@ -43,9 +43,11 @@ public:
     RecordLoader& operator=(const RecordLoader&) = delete;
     ~RecordLoader() { lyd_free_all(forest_); }
 
-    /// Parses a record and links it: top-level when `parentPath` is empty, otherwise under the
-    /// already loaded node at `parentPath`. Throws YangError.
-    void load(const std::string& parentPath, const std::string& data);
+    /// Parses a record's bytes. Thread-safe: records may be parsed on several threads at once.
+    static Tree parse(const ly_ctx* ctx, const std::string& data);
+    /// Links a parsed record: top-level when `parentPath` is empty, otherwise under the already
+    /// loaded node at `parentPath`. Records must be linked in insertion order. Throws YangError.
+    void link(const std::string& parentPath, Tree parsed);
     /// The forest built so far; the loader no longer owns it.
     lyd_node* release() {
         lyd_node* f = forest_;
