@@ -96,6 +96,29 @@ std::string dataPathOf(const std::string& location) {
     return location.empty() || location[0] != '/' ? std::string() : location;
 }
 
+std::string elementDeclaring(const std::string& xml, const std::string& ns) {
+    for (const char quote : {'"', '\''}) {
+        const std::string decl = std::string("=") + quote + ns + quote;
+        for (auto at = xml.find(decl); at != std::string::npos; at = xml.find(decl, at + 1)) {
+            // The attribute must be a namespace declaration: xmlns or xmlns:prefix.
+            const auto nameStart = xml.find_last_of(" \t\r\n", at);
+            if (nameStart == std::string::npos || xml.compare(nameStart + 1, 5, "xmlns") != 0) {
+                continue;
+            }
+            const auto open = xml.rfind('<', at);
+            if (open == std::string::npos) {
+                continue;
+            }
+            const auto end = xml.find_first_of(" \t\r\n/>", open);
+            std::string name =
+                xml.substr(open + 1, end == std::string::npos ? std::string::npos : end - open - 1);
+            const auto colon = name.find(':');
+            return colon == std::string::npos ? name : name.substr(colon + 1);
+        }
+    }
+    return {};
+}
+
 RpcError fromDatastore(const ds::Error& e) {
     RpcError out(ds::toString(e.tag()), ErrorType::Application, e.what());
     out.path = dataPathOf(e.path());

@@ -61,6 +61,10 @@ RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag
 /// The data path in a libyang error location ("Data location \"/a:b\", line number 5."), or "".
 std::string dataPathOf(const std::string& location);
 
+/// The local name of the first element of `xml` that declares namespace `ns` (xmlns="ns" or
+/// xmlns:p="ns"), or "": libyang names only the namespace it does not know.
+std::string elementDeclaring(const std::string& xml, const std::string& ns);
+
 /// The libnetconf2 error tree (opaque <rpc-error> node) for `e`; never nullptr.
 lyd_node* toNcErr(const ly_ctx* ctx, const RpcError& e);
 

@@ -371,13 +371,8 @@ Tree Server::parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const {
         auto e = fromLibyang(ctx_.get());
         if (e.tag == "unknown-namespace" && (e.badElement.empty() || e.badElement == "config")) {
             // libyang names only the namespace: find the element that declared it.
-            const std::string nsDecl = "=\"" + e.badNamespace + "\"";
-            const std::string& xml = text;
-            if (const auto at = xml.find(nsDecl); at != std::string::npos) {
-                if (const auto open = xml.rfind('<', at); open != std::string::npos) {
-                    std::string name = xml.substr(open + 1, xml.find_first_of(" \t\r\n/>", open) - open - 1);
-                    e.badElement = name.substr(name.find(':') == std::string::npos ? 0 : name.find(':') + 1);
-                }
+            if (auto name = elementDeclaring(text, e.badNamespace); !name.empty()) {
+                e.badElement = std::move(name);
             }
         }
         if (e.type == ErrorType::Application && e.tag != "invalid-value") {

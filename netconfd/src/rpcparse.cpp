@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <regex>
 #include <string_view>
 #include <utility>
 
@@ -38,10 +39,46 @@ struct PendingError {
 };
 thread_local PendingError pending;
 
-/// Whether a libyang data path leads into the <config> anyxml of an RPC (edit-config,
-/// copy-config, validate): errors there concern the configuration, not the protocol.
-bool insideConfig(const std::string& path) {
-    return path.find("/config/") != std::string::npos || path.find(":config/") != std::string::npos;
+/// Whether the error `path` (a data path) lies in data carried by the RPC (<config> content,
+/// whose paths start at a data node) rather than in the RPC's own parameters.
+bool inCarriedData(const ly_ctx* ctx, const std::string& path) {
+    if (path.size() < 2 || path[0] != '/') {
+        return false;
+    }
+    const auto end = path.find_first_of("/[", 1);
+    const std::string top = path.substr(0, end);
+    const lysc_node* node = lys_find_path(ctx, nullptr, top.c_str(), 0);
+    return node && !(node->nodetype & (LYS_RPC | LYS_ACTION));
+}
+
+/// The attribute (local name) of element `element` (local name) in `xml` whose value is `value`
+/// while no element of `xml` has `value` as its text; {"", ""} otherwise.
+std::pair<std::string, std::string> attributeWithValue(const std::string& xml, const std::string& value) {
+    if (value.empty() || xml.find(">" + value + "<") != std::string::npos) {
+        return {};
+    }
+    for (const char quote : {'"', '\''}) {
+        const std::string needle = std::string("=") + quote + value + quote;
+        for (auto at = xml.find(needle); at != std::string::npos; at = xml.find(needle, at + 1)) {
+            const auto nameStart = xml.find_last_of(" \t\r\n", at);
+            const auto open = xml.rfind('<', at);
+            if (nameStart == std::string::npos || open == std::string::npos || nameStart < open) {
+                continue;
+            }
+            std::string attr = xml.substr(nameStart + 1, at - nameStart - 1);
+            if (attr.rfind("xmlns", 0) == 0) {
+                continue;
+            }
+            const auto end = xml.find_first_of(" \t\r\n/>", open);
+            std::string element = xml.substr(open + 1, end - open - 1);
+            const auto strip = [](std::string n) {
+                const auto colon = n.find(':');
+                return colon == std::string::npos ? n : n.substr(colon + 1);
+            };
+            return {strip(attr), strip(element)};
+        }
+    }
+    return {};
 }
 
 bool endsWith(const std::string& s, std::string_view suffix) {
@@ -61,18 +98,22 @@ lyd_node* standInOperation(const ly_ctx* ctx) {
 
 } // namespace
 
-RpcError fromRpcParseError(const ly_err_item& item) {
+RpcError fromRpcParseError(const ly_err_item& item, const std::string& message, bool inData) {
     const std::string msg = item.msg ? item.msg : "invalid message";
     if (item.vecode == LYVE_SYNTAX || item.vecode == LYVE_SYNTAX_XML) {
         RpcError e("malformed-message", ErrorType::Rpc, msg);
         return e;
     }
     RpcError e = fromLibyangItem(item, "operation-failed");
-    const bool config = insideConfig(e.path);
-    e.type = config ? ErrorType::Application : ErrorType::Protocol;
-    if (e.tag == "unknown-namespace" && e.path.empty()) {
-        // libyang names only the namespace; without a location the element is the operation.
-        e.badElement = "rpc";
+    e.type = inData ? ErrorType::Application : ErrorType::Protocol;
+    if (e.tag == "unknown-namespace") {
+        // libyang names only the namespace: find the element that declares it, or else blame
+        // the element libyang was in (the <rpc> itself when it has no location).
+        if (auto name = elementDeclaring(message, e.badNamespace); !name.empty()) {
+            e.badElement = std::move(name);
+        } else if (e.path.empty()) {
+            e.badElement = "rpc";
+        }
     }
     if (e.tag == "unknown-element" && e.badElement == "running" &&
         endsWith(dataPathOf(item.path ? item.path : ""), "delete-config/target")) {
@@ -83,8 +124,16 @@ RpcError fromRpcParseError(const ly_err_item& item) {
         refused.badElement = "running";
         return refused;
     }
-    if (e.tag == "invalid-value" && msg.find("annotation") != std::string::npos) {
-        e.tag = "bad-attribute";
+    static const std::regex invalidValue(R"(^Invalid [^\"]*value \"([^\"]*)\")");
+    std::smatch m;
+    if (e.tag == "invalid-value" && std::regex_search(msg, m, invalidValue)) {
+        // libyang reports a bad attribute value (nc:operation="frobnicate") like a bad leaf value,
+        // located at the parent element: tell them apart by where the value is in the message.
+        if (auto [attr, element] = attributeWithValue(message, m[1]); !attr.empty()) {
+            e.tag = "bad-attribute";
+            e.badAttribute = attr;
+            e.badElement = element;
+        }
     }
     return e;
 }
@@ -122,6 +171,9 @@ std::optional<RpcError> takeRpcParseError(const lyd_node* op) {
 
 LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op) {
     pending = {};
+    // libnetconf2 hands the message over in memory: its text names the element of an unknown
+    // namespace and tells attribute values from leaf values (read before parsing moves on).
+    const char* text = ly_in_type(in) == LY_IN_MEMORY ? ly_in_memory(in, nullptr) : nullptr;
     const LY_ERR rc = realParseOp()(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, envelope, op);
     if (rc == LY_SUCCESS) {
         if (!hasMessageId(*envelope)) {
@@ -134,7 +186,8 @@ LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_no
         return rc;
     }
     const ly_err_item* item = ly_err_last(ctx);
-    RpcError error = item ? fromRpcParseError(*item)
+    RpcError error = item ? fromRpcParseError(*item, text ? text : "",
+                                              inCarriedData(ctx, dataPathOf(item->path ? item->path : "")))
                           : RpcError("operation-failed", ErrorType::Application, "cannot parse the <rpc>");
     if (!hasMessageId(*envelope)) {
         error = missingMessageId();

@@ -28,7 +28,10 @@ namespace ncstore::netconfd {
 /// The rpc-error for a whole <rpc> message libyang failed to parse (error `item`), whose
 /// envelope was read. Unknown elements, namespaces and bad values of RPC parameters are
 /// protocol errors; inside <config> application errors; broken XML is malformed-message.
-RpcError fromRpcParseError(const ly_err_item& item);
+/// `message` (the XML text, may be empty) serves to name the element of an unknown namespace and
+/// to tell a bad attribute value from a bad leaf value; `inData`: the error lies in data the RPC
+/// carries (<config> content), not in its parameters.
+RpcError fromRpcParseError(const ly_err_item& item, const std::string& message = {}, bool inData = false);
 
 /// Whether the <rpc> envelope (opaque node) carries a message-id attribute.
 bool hasMessageId(const lyd_node* envelope);

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <iostream>
-
 using namespace ncstore::netconfd;
 
 namespace {
@@ -43,10 +41,6 @@ Parsed parse(const std::string& message) {
     p.envelope.reset(env);
     p.op.reset(op);
     p.error = takeRpcParseError(op);
-    if (p.error) {
-        std::cout << "  " << p.error->tag << " path=" << p.error->path
-                  << " bad-element=" << p.error->badElement << " msg=" << p.error->what() << "\n";
-    }
     return p;
 }
 
@@ -122,8 +116,9 @@ TEST(RpcParse, UnknownOperationNamespace) {
     auto p = parse(rpc("<frobnicate xmlns=\"urn:example:nope\"/>"));
     ASSERT_TRUE(p.error);
     EXPECT_EQ(p.error->tag, "unknown-namespace");
+    EXPECT_EQ(p.error->type, ErrorType::Protocol);
     EXPECT_EQ(p.error->badNamespace, "urn:example:nope");
-    EXPECT_FALSE(p.error->badElement.empty());
+    EXPECT_EQ(p.error->badElement, "frobnicate");
 }
 
 TEST(RpcParse, DeleteConfigOfRunningIsRefused) {
@@ -138,7 +133,25 @@ TEST(RpcParse, BadOperationAttributeInConfig) {
                             "<interface xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" "
                             "nc:operation=\"frobnicate\"><name>e</name></interface></interfaces>"));
     ASSERT_TRUE(p.error);
-    EXPECT_TRUE(p.error->tag == "bad-attribute" || p.error->tag == "invalid-value") << p.error->tag;
+    EXPECT_EQ(p.error->tag, "bad-attribute");
+    EXPECT_EQ(p.error->badAttribute, "operation");
+    EXPECT_EQ(p.error->badElement, "interface");
+    EXPECT_EQ(p.error->type, ErrorType::Application);
+}
+
+TEST(RpcParse, UnknownNamespaceNamesItsElement) {
+    auto p =
+        parse(rpc("<get-config><source><running/></source><x:foo xmlns:x=\"urn:example:x\"/></get-config>"));
+    ASSERT_TRUE(p.error);
+    EXPECT_EQ(p.error->tag, "unknown-namespace");
+    EXPECT_EQ(p.error->badNamespace, "urn:example:x");
+    EXPECT_EQ(p.error->badElement, "foo");
+}
+
+TEST(RpcParse, ElementDeclaringNamespace) {
+    EXPECT_EQ(elementDeclaring("<a xmlns=\"urn:a\"><p:b xmlns:p='urn:b' x=\"urn:c\"/></a>", "urn:b"), "b");
+    EXPECT_EQ(elementDeclaring("<a xmlns=\"urn:a\"><b x=\"urn:c\"/></a>", "urn:c"), "");
+    EXPECT_EQ(elementDeclaring("<a xmlns=\"urn:a\"/>", "urn:a"), "a");
 }
 
 TEST(RpcParse, TruncatedMessageIsMalformed) {
@@ -157,7 +170,10 @@ TEST(RpcParse, NotAnRpcIsLeftToLibnetconf2) {
 
 TEST(RpcParse, UnprefixedSchemaFormatIsAccepted) {
     // ncclient: <get-schema xmlns="...monitoring"><format xmlns="...base:1.0">yang</format>
-    auto p = parse(rpc("<get-schema xmlns=\"urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring\">"
-                       "<identifier>ietf-interfaces</identifier><format>yang</format></get-schema>"));
+    auto p =
+        parse(rpc("<m:get-schema xmlns:m=\"urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring\">"
+                  "<m:identifier>ietf-interfaces</m:identifier><m:format>yang</m:format></m:get-schema>"));
     EXPECT_FALSE(p.error);
+    ASSERT_TRUE(p.op);
+    EXPECT_STREQ(p.op->schema->name, "get-schema");
 }
