@@ -47,6 +47,7 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
     // Records are a few KB; bigger pages keep a device in one or two pages.
     db_.exec("PRAGMA cache_size=-65536");
     db_.exec("PRAGMA temp_store=MEMORY");
+    db_.exec("PRAGMA wal_autocheckpoint=0"); // the writer checkpoints between transactions
     migrate();
     upsert_ = std::make_unique<SQLite::Statement>(
         db_, "INSERT INTO records(ds, path, parent, data) VALUES(?, ?, ?, ?) "
@@ -210,7 +211,16 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
         }
     }
     tx.commit();
+    for (const ChangeSet* cs : batch) {
+        bytesSinceCheckpoint_ += cs->bytes();
+    }
     return {written, deleted};
+}
+
+Checkpointer::Checkpointer(const std::filesystem::path& file) : db_(file.string(), SQLite::OPEN_READWRITE) {}
+
+void Checkpointer::checkpoint() {
+    db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
 }
 
 void backupFile(const std::filesystem::path& file, const std::filesystem::path& dest) {

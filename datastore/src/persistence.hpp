@@ -58,6 +58,13 @@ public:
     /// after rolling the transaction back. Returns (records written, records deleted).
     std::pair<std::uint64_t, std::uint64_t> apply(const std::vector<const ChangeSet*>& batch);
 
+    /// Bytes committed since the last call (the WAL's growth), and resets the count.
+    std::uint64_t takeBytesSinceCheckpoint() {
+        const auto n = bytesSinceCheckpoint_;
+        bytesSinceCheckpoint_ = 0;
+        return n;
+    }
+
     const std::filesystem::path& file() const { return file_; }
 
 private:
@@ -67,6 +74,7 @@ private:
                                      const std::string& path);
     std::filesystem::path file_;
     SQLite::Database db_;
+    std::uint64_t bytesSinceCheckpoint_ = 0;
     std::unique_ptr<SQLite::Statement> upsert_;
     std::unique_ptr<SQLite::Statement> deleteExact_;
     std::unique_ptr<SQLite::Statement> deleteBelow_;
@@ -75,6 +83,18 @@ private:
     std::unique_ptr<SQLite::Statement> deletePatchExact_;
     std::unique_ptr<SQLite::Statement> deletePatchBelow_;
     std::unique_ptr<SQLite::Statement> deleteAllPatches_;
+};
+
+/// A second connection that copies the WAL back into the database file (PASSIVE: it waits for
+/// neither readers nor the writer, which keeps appending meanwhile). SQLite's automatic
+/// checkpoint, which runs inside a commit, is off: commits never pay for checkpoints.
+class Checkpointer {
+public:
+    explicit Checkpointer(const std::filesystem::path& file);
+    void checkpoint();
+
+private:
+    SQLite::Database db_;
 };
 
 /// Online backup of `file` to `dest` through SQLite's backup API.

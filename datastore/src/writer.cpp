@@ -9,7 +9,8 @@ namespace ncstore::ds::detail {
 Writer::Writer(std::unique_ptr<Persistence> persistence, std::size_t maxBatchChangeSets,
                std::size_t maxBatchBytes, FailureHandler onFailure)
     : persistence_(std::move(persistence)), maxBatch_(std::max<std::size_t>(1, maxBatchChangeSets)),
-      maxBytes_(maxBatchBytes), onFailure_(std::move(onFailure)), thread_([this] { loop(); }) {}
+      maxBytes_(maxBatchBytes), onFailure_(std::move(onFailure)), checkpointer_(persistence_->file()),
+      thread_([this] { loop(); }), checkpointThread_([this] { checkpointLoop(); }) {}
 
 Writer::~Writer() {
     {
@@ -18,6 +19,12 @@ Writer::~Writer() {
     }
     wake_.notify_all();
     thread_.join();
+    {
+        std::lock_guard lock(checkpointMutex_);
+        checkpointStop_ = true;
+    }
+    checkpointWake_.notify_all();
+    checkpointThread_.join();
 }
 
 std::future<void> Writer::submit(ChangeSet changeSet) {
@@ -45,6 +52,39 @@ void Writer::runOnWriter(const std::function<void(Persistence&)>& fn) {
     }
     wake_.notify_one();
     future.get();
+}
+
+void Writer::maybeCheckpoint() {
+    constexpr std::uint64_t kThreshold = 1u << 20;
+    pendingCheckpointBytes_ += persistence_->takeBytesSinceCheckpoint();
+    if (pendingCheckpointBytes_ < kThreshold) {
+        return;
+    }
+    pendingCheckpointBytes_ = 0;
+    {
+        std::lock_guard lock(checkpointMutex_);
+        checkpointWanted_ = true;
+    }
+    checkpointWake_.notify_one();
+}
+
+void Writer::checkpointLoop() {
+    for (;;) {
+        {
+            std::unique_lock lock(checkpointMutex_);
+            checkpointWake_.wait(lock, [this] { return checkpointWanted_ || checkpointStop_; });
+            if (checkpointStop_) {
+                return;
+            }
+            checkpointWanted_ = false;
+        }
+        try {
+            checkpointer_.checkpoint();
+        } catch (const std::exception& e) {
+            NCS_LOG(warning) << "datastore: WAL checkpoint failed (retried after the next commits): "
+                             << e.what();
+        }
+    }
 }
 
 Stats Writer::stats() const {
@@ -105,6 +145,7 @@ void Writer::loop() {
             for (auto& p : batch) {
                 p->done.set_value();
             }
+            maybeCheckpoint();
         } catch (const std::exception& e) {
             NCS_LOG(error) << "datastore commit of " << batch.size() << " change sets failed: " << e.what();
             auto error = std::make_exception_ptr(

@@ -40,6 +40,8 @@ private:
         std::function<void(Persistence&)> task; // instead of a change set
     };
     void loop();
+    void maybeCheckpoint();
+    void checkpointLoop();
 
     std::unique_ptr<Persistence> persistence_;
     std::size_t maxBatch_;
@@ -50,7 +52,14 @@ private:
     std::deque<std::unique_ptr<Pending>> queue_;
     bool stopping_ = false;
     Stats stats_;
+    std::uint64_t pendingCheckpointBytes_ = 0; // writer thread only
+    Checkpointer checkpointer_;
+    std::mutex checkpointMutex_;
+    std::condition_variable checkpointWake_;
+    bool checkpointWanted_ = false;
+    bool checkpointStop_ = false;
     std::thread thread_;
+    std::thread checkpointThread_;
 };
 
 } // namespace ncstore::ds::detail
