@@ -595,9 +595,14 @@ public:
                 collector.addValidationDiff(diff, tree.get());
             } else {
                 // test-option "set": no validation; defaults still belong in the tree.
-                RawTree raw(tree);
-                if (raw.get()) {
-                    lyd_new_implicit_all(raw.ptr(), ctx_, LYD_IMPLICIT_NO_STATE, nullptr);
+                try {
+                    RawTree raw(tree);
+                    addDefaults(raw.ptr());
+                } catch (const Error&) {
+                    rollback(tree, nullptr, undo);
+                    restoreCandidate(hadOwnCandidate);
+                    ++failed_;
+                    throw;
                 }
             }
             timing.validateUs = usSince(t0);
@@ -802,7 +807,7 @@ WriteTiming Store::edit(Datastore ds, const lyd_node* edit, const EditOptions& o
 }
 
 WriteTiming Store::replace(Datastore ds, const lyd_node* config) {
-    return impl_->replace(ds, dupForest(config), ds == Datastore::Running && false);
+    return impl_->replace(ds, dupForest(config));
 }
 
 WriteTiming Store::copy(Datastore from, Datastore to) {
