@@ -177,7 +177,11 @@ LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_no
     const LY_ERR rc = realParseOp()(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, envelope, op);
     if (rc == LY_SUCCESS) {
         if (!hasMessageId(*envelope)) {
-            pending = {*op, missingMessageId()};
+            try {
+                pending = {*op, missingMessageId()};
+            } catch (const std::exception& e) {
+                NCS_LOG(error) << "an <rpc> without message-id: " << e.what();
+            }
         }
         return rc;
     }
@@ -185,21 +189,29 @@ LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_no
         // Not even an <rpc>: libnetconf2 answers (base:1.1) or drops (base:1.0) it.
         return rc;
     }
-    const ly_err_item* item = ly_err_last(ctx);
-    RpcError error = item ? fromRpcParseError(*item, text ? text : "",
-                                              inCarriedData(ctx, dataPathOf(item->path ? item->path : "")))
-                          : RpcError("operation-failed", ErrorType::Application, "cannot parse the <rpc>");
-    if (!hasMessageId(*envelope)) {
-        error = missingMessageId();
+    // Called from libnetconf2 (C): nothing may escape. On any failure here libnetconf2 answers
+    // the message itself, as it would without us.
+    try {
+        const ly_err_item* item = ly_err_last(ctx);
+        RpcError error = item
+                             ? fromRpcParseError(*item, text ? text : "",
+                                                 inCarriedData(ctx, dataPathOf(item->path ? item->path : "")))
+                             : RpcError("operation-failed", ErrorType::Application, "cannot parse the <rpc>");
+        if (!hasMessageId(*envelope)) {
+            error = missingMessageId();
+        }
+        lyd_node* standIn = standInOperation(ctx);
+        if (!standIn) {
+            return rc;
+        }
+        NCS_LOG(debug) << "rpc parse error: " << error.what() << " -> " << error.tag;
+        const Tree partial{*op}; // whatever libyang built of the operation
+        *op = standIn;
+        pending = {standIn, std::move(error)};
+    } catch (const std::exception& e) {
+        NCS_LOG(error) << "mapping an rpc parse error failed: " << e.what();
+        return rc;
     }
-    lyd_node* standIn = standInOperation(ctx);
-    if (!standIn) {
-        return rc; // libnetconf2 answers operation-failed itself
-    }
-    NCS_LOG(debug) << "rpc parse error: " << error.what() << " -> " << error.tag;
-    const Tree partial{*op}; // whatever libyang built of the operation
-    *op = standIn;
-    pending = {standIn, std::move(error)};
     ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
     return LY_SUCCESS;
 }
