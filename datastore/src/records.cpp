@@ -164,8 +164,21 @@ void RecordLoader::link(const std::string& parentPath, Tree owned) {
     }
     if (parentPath != lastParentPath_) {
         lastParent_ = nullptr;
-        if (lyd_find_path(forest_, parentPath.c_str(), 0, &lastParent_) != LY_SUCCESS || !lastParent_) {
-            throw YangError("record parent " + parentPath + " is missing");
+        if (!forest_ || lyd_find_path(forest_, parentPath.c_str(), 0, &lastParent_) != LY_SUCCESS ||
+            !lastParent_) {
+            // No shell record: the parent is a chain of non-presence containers that held nothing
+            // but entries (it may even have been created implicitly, as an empty default
+            // container, before the first entry arrived). Such containers exist implicitly.
+            lyd_node* first = nullptr;
+            if (lyd_new_path2(forest_, ctx_, parentPath.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0, &first,
+                              &lastParent_) != LY_SUCCESS ||
+                !lastParent_) {
+                throw YangError("record parent " + parentPath + " is missing and cannot be created", ctx_);
+            }
+            if (!forest_) {
+                forest_ = first;
+            }
+            forest_ = lyd_first_sibling(forest_);
         }
         lastParentPath_ = parentPath;
     }

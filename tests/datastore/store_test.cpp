@@ -67,6 +67,20 @@ TEST_F(StoreTest, EditsSurviveReopenInTheSameOrder) {
     });
 }
 
+TEST_F(StoreTest, EntriesUnderAnImplicitContainerSurviveReopen) {
+    // The second open of an empty store adds the default (implicit, empty) interfaces container;
+    // the entries created in it then have no shell record of their own parent.
+    open().reset();
+    {
+        auto s = open();
+        edit(*s, interfacesXml("eth", 0, 2));
+    }
+    auto s = open();
+    s->read(Datastore::Running, [](const lyd_node* t) {
+        EXPECT_EQ(interfaceNames(t), (std::vector<std::string>{"eth0", "eth1"}));
+    });
+}
+
 TEST_F(StoreTest, DeletesSurviveReopen) {
     {
         auto s = open();
