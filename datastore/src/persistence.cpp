@@ -65,6 +65,7 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
     deletePatchBelow_ =
         std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=? AND path>=? AND path<?");
     deleteAllPatches_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=?");
+    patches_ = static_cast<std::uint64_t>(db_.execAndGet("SELECT count(*) FROM patches").getInt64());
 } catch (const SQLite::Exception& e) {
     failOpen(file, e.what());
 }
@@ -178,7 +179,10 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
         for (const RecordOp& op : cs->ops) {
             switch (op.kind) {
             case RecordOp::Kind::Upsert:
-                deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path);
+                if (patches_ > 0) {
+                    patches_ -=
+                        std::min(patches_, deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path));
+                }
                 upsert_->bind(1, ds);
                 upsert_->bindNoCopy(2, op.path);
                 upsert_->bindNoCopy(3, op.parent);
@@ -189,14 +193,18 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
                 break;
             case RecordOp::Kind::DeleteRange:
                 deleted += deleteRange(*deleteExact_, *deleteBelow_, ds, op.path);
-                deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path);
+                if (patches_ > 0) {
+                    patches_ -=
+                        std::min(patches_, deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path));
+                }
                 break;
             case RecordOp::Kind::DeleteAll:
                 deleteAll_->bind(1, ds);
                 deleted += static_cast<std::uint64_t>(deleteAll_->exec());
                 deleteAll_->reset();
                 deleteAllPatches_->bind(1, ds);
-                deleteAllPatches_->exec();
+                patches_ -=
+                    std::min<std::uint64_t>(patches_, static_cast<std::uint64_t>(deleteAllPatches_->exec()));
                 deleteAllPatches_->reset();
                 break;
             case RecordOp::Kind::Patch:
@@ -205,6 +213,7 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
                 patch_->bindNoCopy(3, op.data);
                 patch_->exec();
                 patch_->reset();
+                ++patches_; // counts a replaced patch twice: only ever too high, never too low
                 ++written;
                 break;
             }

@@ -75,6 +75,9 @@ private:
     std::filesystem::path file_;
     SQLite::Database db_;
     std::uint64_t bytesSinceCheckpoint_ = 0;
+    // An upper bound of the patch rows: while it is 0, rewriting a record skips the patch delete
+    // (most stores never hold patches long: a record rewrite drops them).
+    std::uint64_t patches_ = 0;
     std::unique_ptr<SQLite::Statement> upsert_;
     std::unique_ptr<SQLite::Statement> deleteExact_;
     std::unique_ptr<SQLite::Statement> deleteBelow_;
