@@ -14,28 +14,22 @@ bool isSystemOrderedListEntry(const lyd_node* node) {
     return node->schema && node->schema->nodetype == LYS_LIST && !(node->schema->flags & LYS_ORDBY_USER);
 }
 
-// Copies the shell of `src` (everything but split entries) under `dstParent` (or as a new top).
+// Copies the shell of `src` (everything but split entries) under `dstParent` (or as a new top): a
+// container without its split entries and default children, anything else (leaf, leaf-list
+// entry, ordered-by-user list entry, anydata) whole.
 lyd_node* copyShell(const lyd_node* src, lyd_node* dstParent) {
+    const bool container = isContainer(src);
     lyd_node* copy = nullptr;
-    if (lyd_dup_single(src, reinterpret_cast<lyd_node_inner*>(dstParent), LYD_DUP_NO_META, &copy) !=
-        LY_SUCCESS) {
+    if (lyd_dup_single(src, reinterpret_cast<lyd_node_inner*>(dstParent), container ? 0 : LYD_DUP_RECURSIVE,
+                       &copy) != LY_SUCCESS) {
         throw YangError("cannot copy record shell", LYD_CTX(src));
     }
-    if (!isContainer(src)) {
-        // A leaf, leaf-list entry, ordered-by-user list entry, anydata: whole.
-        lyd_free_tree(copy);
-        copy = nullptr;
-        uint32_t opts = LYD_DUP_RECURSIVE;
-        if (lyd_dup_single(src, reinterpret_cast<lyd_node_inner*>(dstParent), opts, &copy) != LY_SUCCESS) {
-            throw YangError("cannot copy record shell", LYD_CTX(src));
+    if (container) {
+        for (const lyd_node* child = lyd_child(src); child; child = child->next) {
+            if (!isSystemOrderedListEntry(child) && !(child->flags & LYD_DEFAULT)) {
+                copyShell(child, copy);
+            }
         }
-        return copy;
-    }
-    for (const lyd_node* child = lyd_child(src); child; child = child->next) {
-        if (isSystemOrderedListEntry(child) || (child->flags & LYD_DEFAULT)) {
-            continue;
-        }
-        copyShell(child, copy);
     }
     return copy;
 }
