@@ -113,7 +113,9 @@ Context buildContext(const ModelOptions& options) {
     // The IETF directory comes last: a user's directory may carry newer revisions.
     search.push_back(options.ietfDir);
     for (const auto& d : search) {
-        if (ly_ctx_set_searchdir(ctx.get(), d.c_str()) != LY_SUCCESS) {
+        // The same directory named twice (bundled and --yang-dir, say) is already searched.
+        const LY_ERR rc = ly_ctx_set_searchdir(ctx.get(), d.c_str());
+        if (rc != LY_SUCCESS && rc != LY_EEXIST) {
             throw YangError("cannot add YANG search directory " + d.string(), ctx.get());
         }
     }
