@@ -18,6 +18,10 @@ using ncstore::test::parseEdit;
 
 namespace {
 
+// An interface without its mandatory type: parses, but does not validate.
+const std::string kEntryWithoutType = "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\">"
+                                      "<interface><name>bad</name></interface></interfaces>";
+
 class StoreTest : public ::testing::Test {
 protected:
     void SetUp() override { ctx_ = test::interfacesContext(); }
@@ -131,9 +135,7 @@ TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
 
     // an entry without its mandatory type fails validation
     try {
-        edit(*s,
-             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>bad</name>"
-             "</interface></interfaces>");
+        edit(*s, kEntryWithoutType);
         FAIL() << "invalid configuration accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("type"), std::string::npos) << e.what();
@@ -144,9 +146,7 @@ TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
 TEST_F(StoreTest, ValidationErrorsCarryTheDataPath) {
     auto s = open();
     try {
-        edit(*s,
-             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>bad</name>"
-             "</interface></interfaces>");
+        edit(*s, kEntryWithoutType);
         FAIL() << "invalid configuration accepted";
     } catch (const Error& e) {
         EXPECT_EQ(e.path().rfind("/ietf-interfaces:interfaces/interface", 0), 0u) << e.path();
@@ -183,12 +183,7 @@ TEST_F(StoreTest, TestOnlyValidatesWithoutChanging) {
     o.testOption = TestOption::TestOnly;
     edit(*s, interfacesXml("eth", 0, 2), Datastore::Running, o);
     EXPECT_EQ(dump(*s, Datastore::Running), "");
-    EXPECT_THROW(
-        edit(*s,
-             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>x</name>"
-             "</interface></interfaces>",
-             Datastore::Running, o),
-        Error);
+    EXPECT_THROW(edit(*s, kEntryWithoutType, Datastore::Running, o), Error);
 }
 
 TEST_F(StoreTest, CopyReplaceAndClearArePersisted) {

@@ -4,6 +4,8 @@
 #include "errors.hpp"
 #include "models.hpp"
 
+#include "server_context.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,16 +14,7 @@ using namespace ncstore::netconfd;
 
 namespace {
 
-const ly_ctx* serverContext() {
-    static const ncstore::Context ctx = [] {
-        ModelOptions o;
-        o.ietfDir = systemIetfDir();
-        o.bundledDir = bundledModelsDir();
-        o.defaultModels = true;
-        return buildContext(o);
-    }();
-    return ctx.get();
-}
+using test::serverContext;
 
 std::string interfaces(const std::string& body, const std::string& attrs = "") {
     return "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "

@@ -1,6 +1,8 @@
 // The server's context: default models, and directories named more than once.
 #include "models.hpp"
 
+#include "server_context.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace ncstore;
@@ -8,15 +10,10 @@ using namespace ncstore::netconfd;
 
 namespace {
 
-ModelOptions defaults() {
-    ModelOptions o;
-    o.ietfDir = systemIetfDir();
-    o.bundledDir = bundledModelsDir();
-    return o;
-}
+using test::defaultModelOptions;
 
 TEST(Models, DefaultContextHoldsInterfacesAndTheBundledInventory) {
-    Context ctx = buildContext(defaults());
+    Context ctx = buildContext(defaultModelOptions());
     EXPECT_NE(ly_ctx_get_module_implemented(ctx.get(), "ietf-interfaces"), nullptr);
     EXPECT_NE(ly_ctx_get_module_implemented(ctx.get(), "iana-if-type"), nullptr);
     EXPECT_NE(ly_ctx_get_module_implemented(ctx.get(), "ncstore-openroadm-inventory"), nullptr);
@@ -24,7 +21,7 @@ TEST(Models, DefaultContextHoldsInterfacesAndTheBundledInventory) {
 
 TEST(Models, TheBundledDirectoryNamedAgainAsYangDirIsAccepted) {
     // The packaged config names the models directory that is also the bundled one.
-    ModelOptions o = defaults();
+    ModelOptions o = defaultModelOptions();
     o.yangDirs.push_back(bundledModelsDir());
     o.searchDirs.push_back(o.ietfDir);
     Context ctx = buildContext(o);

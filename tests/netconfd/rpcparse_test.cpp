@@ -3,6 +3,8 @@
 #include "models.hpp"
 #include "rpcparse.hpp"
 
+#include "server_context.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace ncstore::netconfd;
@@ -11,16 +13,7 @@ namespace {
 
 constexpr const char* kNc = "urn:ietf:params:xml:ns:netconf:base:1.0";
 
-const ly_ctx* serverContext() {
-    static const ncstore::Context ctx = [] {
-        ModelOptions o;
-        o.ietfDir = systemIetfDir();
-        o.bundledDir = bundledModelsDir();
-        o.defaultModels = true;
-        return buildContext(o);
-    }();
-    return ctx.get();
-}
+using test::serverContext;
 
 struct Parsed {
     LY_ERR rc = LY_SUCCESS;
