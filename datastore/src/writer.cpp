@@ -42,18 +42,6 @@ std::future<void> Writer::submit(ChangeSet changeSet) {
     return future;
 }
 
-void Writer::runOnWriter(const std::function<void(Persistence&)>& fn) {
-    auto pending = std::make_unique<Pending>();
-    pending->task = fn;
-    auto future = pending->done.get_future();
-    {
-        std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(pending));
-    }
-    wake_.notify_one();
-    future.get();
-}
-
 void Writer::maybeCheckpoint() {
     constexpr std::uint64_t kThreshold = 1u << 20;
     pendingCheckpointBytes_ += persistence_->takeBytesSinceCheckpoint();
@@ -101,28 +89,14 @@ void Writer::loop() {
             if (queue_.empty()) {
                 return; // stopping and drained
             }
-            if (queue_.front()->task) {
+            // Group commit: everything pending now, up to the bounds, in one transaction.
+            std::size_t bytes = 0;
+            while (!queue_.empty() && batch.size() < maxBatch_ &&
+                   (batch.empty() || bytes + queue_.front()->changeSet.bytes() <= maxBytes_)) {
+                bytes += queue_.front()->changeSet.bytes();
                 batch.push_back(std::move(queue_.front()));
                 queue_.pop_front();
-            } else {
-                // Group commit: everything pending now, up to the bounds, in one transaction.
-                std::size_t bytes = 0;
-                while (!queue_.empty() && !queue_.front()->task && batch.size() < maxBatch_ &&
-                       (batch.empty() || bytes + queue_.front()->changeSet.bytes() <= maxBytes_)) {
-                    bytes += queue_.front()->changeSet.bytes();
-                    batch.push_back(std::move(queue_.front()));
-                    queue_.pop_front();
-                }
             }
-        }
-        if (batch.front()->task) {
-            try {
-                batch.front()->task(*persistence_);
-                batch.front()->done.set_value();
-            } catch (...) {
-                batch.front()->done.set_exception(std::current_exception());
-            }
-            continue;
         }
         std::vector<const ChangeSet*> sets;
         sets.reserve(batch.size());
@@ -155,7 +129,7 @@ void Writer::loop() {
             // from what SQLite holds; then all of it fails.
             auto drain = [&] {
                 std::lock_guard lock(mutex_);
-                while (!queue_.empty() && !queue_.front()->task) {
+                while (!queue_.empty()) {
                     batch.push_back(std::move(queue_.front()));
                     queue_.pop_front();
                 }

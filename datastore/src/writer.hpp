@@ -28,16 +28,12 @@ public:
     /// Queues a change set; the future is ready once it is durable, or holds the error.
     std::future<void> submit(ChangeSet changeSet);
 
-    /// Runs `fn` on the writer thread between transactions (exclusive use of the connection).
-    void runOnWriter(const std::function<void(Persistence&)>& fn);
-
     Stats stats() const;
 
 private:
     struct Pending {
         ChangeSet changeSet;
         std::promise<void> done;
-        std::function<void(Persistence&)> task; // instead of a change set
     };
     void loop();
     void maybeCheckpoint();
