@@ -119,6 +119,17 @@ std::string serializeRecord(const lyd_node* root) {
     return printTree(shell.get(), LYD_LYB, LYD_PRINT_WD_EXPLICIT);
 }
 
+Tree copyRecordShell(const lyd_node* top) {
+    if (!isContainer(top)) {
+        lyd_node* copy = nullptr;
+        if (lyd_dup_single(top, nullptr, LYD_DUP_RECURSIVE, &copy) != LY_SUCCESS) {
+            throw YangError("cannot copy record shell", LYD_CTX(top));
+        }
+        return Tree{copy};
+    }
+    return Tree{copyShell(top, nullptr)};
+}
+
 Tree RecordLoader::parse(const ly_ctx* ctx, const std::string& data) {
     lyd_node* parsed = nullptr;
     const uint32_t parseOpts = LYD_PARSE_ONLY | LYD_PARSE_STRICT;

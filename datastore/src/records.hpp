@@ -35,6 +35,9 @@ void forEachRecord(const lyd_node* forest, const std::function<void(const lyd_no
 /// entries. Default nodes are not stored: validation re-creates them at load.
 std::string serializeRecord(const lyd_node* root);
 
+/// A copy of the shell of the top-level node `top` (see above) as a tree of its own.
+Tree copyRecordShell(const lyd_node* top);
+
 /// Rebuilds a forest from records given in insertion order (a parent before its entries).
 class RecordLoader {
 public:

@@ -1,4 +1,5 @@
 #include "edit.hpp"
+#include "leafref.hpp"
 #include "persistence.hpp"
 #include "records.hpp"
 #include "validation.hpp"
@@ -111,8 +112,14 @@ public:
         if (!(planner_ && planner_->leafIsFree(node->schema))) {
             planLocal(root);
         }
+        if (planner_ && !planner_->referrers(node->schema).empty()) {
+            needFullValidation_ = true; // a referrer may hold the old value
+        }
     }
     void deleting(const lyd_node* node) override {
+        if (planner_ && !needFullValidation_) {
+            planner_->collectReferenced(node, deletedReferenced_);
+        }
         const lyd_node* root = detail::recordRoot(node);
         if (root == node || mayHoldRecords(node)) {
             rangeDeletes_.push_back(pathOf(node));
@@ -129,6 +136,10 @@ public:
     bool needFullValidation() const { return needFullValidation_ || localChecks_.size() > kMaxLocalChecks; }
     /// Records to validate on their own (when needFullValidation() is false).
     const std::vector<std::string>& localChecks() const { return localChecks_; }
+    /// Deleted nodes that leafrefs elsewhere may point to (when needFullValidation() is false).
+    const std::vector<std::pair<const lysc_node*, std::string>>& deletedReferenced() const {
+        return deletedReferenced_;
+    }
 
     /// Marks the records that validation changed (defaults are not stored, so only deletions
     /// and explicit nodes matter).
@@ -238,6 +249,7 @@ private:
     bool needFullValidation_ = false;
     std::vector<std::string> localChecks_;
     std::unordered_set<const lyd_node*> localSeen_;
+    std::vector<std::pair<const lysc_node*, std::string>> deletedReferenced_;
     std::vector<std::string> rangeDeletes_;
     std::vector<std::pair<std::string, std::string>> patches_; // (record path, leaf path)
     std::vector<std::string> touched_;
@@ -257,6 +269,21 @@ ChangeSet fullChangeSet(Datastore ds, const lyd_node* tree) {
 
 constexpr uint32_t kValidateOpts = LYD_VALIDATE_PRESENT | LYD_VALIDATE_NO_STATE;
 
+/// Whether a validation diff deletes a node.
+bool deletesData(const lyd_node* diff) {
+    for (const lyd_node* top = diff; top; top = top->next) {
+        const lyd_node* elem = nullptr;
+        LYD_TREE_DFS_BEGIN(top, elem) {
+            const lyd_meta* op = lyd_find_meta(elem->meta, nullptr, "yang:operation");
+            if (op && std::strcmp(lyd_get_meta_value(op), "delete") == 0) {
+                return true;
+            }
+            LYD_TREE_DFS_END(top, elem);
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 class StoreImpl {
@@ -274,7 +301,7 @@ public:
                 ++runningGeneration_;
             });
         NCS_LOG(info) << "datastore " << options.file << " open (durability " << toString(options.durability)
-                      << ")";
+                      << "; " << leafrefs_.counters().planned << " leafrefs checked by key lookups)";
     }
 
     /// The implemented modules with revisions and enabled features: data written and validated
@@ -569,11 +596,14 @@ public:
 
             t0 = Clock::now();
             if (options.testOption != TestOption::Set) {
-                const bool localOk = !collector.needFullValidation() &&
-                                     validateLocally(tree.get(), collector.localChecks(),
-                                                     options.testOption != TestOption::TestOnly);
+                const bool localOk =
+                    !collector.needFullValidation() &&
+                    !planner_.referrersMayDangle(tree.get(), collector.deletedReferenced()) &&
+                    validateLocally(tree.get(), collector.localChecks(),
+                                    options.testOption != TestOption::TestOnly);
                 lyd_node* diff = nullptr;
                 LY_ERR rc = LY_SUCCESS;
+                timing.wholeTreeValidation = !localOk;
                 if (!localOk) {
                     RawTree raw(tree);
                     rc = raw.get() ? lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, &diff) : LY_SUCCESS;
@@ -632,31 +662,52 @@ public:
         return timing;
     }
 
-    /// Validates each record on its own (a copy with its container chain). False when one fails
-    /// or is gone: the caller then validates the whole tree, whose verdict is the real one.
+    /// Validates the records on their own: copies of them, with their container chains (and the
+    /// shells of their top-level nodes, when read), in one forest. False when that fails or a
+    /// record is gone: the caller then validates the whole tree, whose verdict is the real one.
     bool validateLocally(lyd_node* tree, const std::vector<std::string>& paths, bool addDefaults) {
         std::vector<lyd_node*> roots;
         for (const auto& path : paths) {
             lyd_node* root = nullptr;
-            if (!tree || lyd_find_path(tree, path.c_str(), 0, &root) != LY_SUCCESS || !root) {
-                continue; // created and deleted again by the same edit
+            if (tree && lyd_find_path(tree, path.c_str(), 0, &root) == LY_SUCCESS && root) {
+                roots.push_back(root);
+            } // else created and deleted again by the same edit
+        }
+        Tree copy;
+        std::unordered_set<const lyd_node*> shellsCopied;
+        for (const lyd_node* root : roots) {
+            const lyd_node* top = root;
+            while (lyd_parent(top)) {
+                top = lyd_parent(top);
             }
-            lyd_node* copy = nullptr;
-            if (lyd_dup_single(root, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_PARENTS, &copy) !=
-                LY_SUCCESS) {
+            if (planner_.recordReadsShell(root->schema) && shellsCopied.insert(top).second) {
+                Tree shell = detail::copyRecordShell(top);
+                if (!copy) {
+                    copy = std::move(shell);
+                } else if (lyd_insert_sibling(copy.get(), shell.get(), nullptr) == LY_SUCCESS) {
+                    shell.release();
+                } else {
+                    return false;
+                }
+            }
+        }
+        for (const lyd_node* root : roots) {
+            if (!copyInto(copy, root)) {
                 return false;
             }
-            while (lyd_parent(copy)) {
-                copy = lyd_parent(copy);
+        }
+        if (copy) {
+            RawTree raw(copy);
+            lyd_node* diff = nullptr;
+            LY_ERR rc = LY_SUCCESS;
+            {
+                detail::AbsoluteLeafrefRoot references(tree);
+                rc = lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, &diff);
             }
-            Tree owned{copy};
-            lyd_node* top = owned.release();
-            const LY_ERR rc = lyd_validate_all(&top, ctx_, kValidateOpts, nullptr);
-            owned.reset(top);
-            if (rc != LY_SUCCESS) {
-                return false;
+            Tree diffOwner{diff};
+            if (rc != LY_SUCCESS || deletesData(diff)) {
+                return false; // a `when` deleting data must be found in the real tree
             }
-            roots.push_back(root);
         }
         if (addDefaults) {
             for (lyd_node* root : roots) {
@@ -666,6 +717,30 @@ public:
             }
         }
         return true;
+    }
+
+    /// Copies the split entry `record` into the forest `copy`, under a copy of its parent (made,
+    /// with its chain, when missing).
+    bool copyInto(Tree& copy, const lyd_node* record) const {
+        const std::string parentPath = pathOf(lyd_parent(record));
+        lyd_node* parent = nullptr;
+        if (!copy || lyd_find_path(copy.get(), parentPath.c_str(), 0, &parent) != LY_SUCCESS || !parent) {
+            lyd_node* created = nullptr;
+            RawTree raw(copy);
+            if (lyd_new_path2(raw.get(), ctx_, parentPath.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0,
+                              &created, &parent) != LY_SUCCESS ||
+                !parent) {
+                return false;
+            }
+            if (!raw.get()) {
+                while (lyd_parent(created)) {
+                    created = lyd_parent(created);
+                }
+                raw.ptr()[0] = created;
+            }
+        }
+        return lyd_dup_single(record, reinterpret_cast<lyd_node_inner*>(parent), LYD_DUP_RECURSIVE,
+                              nullptr) == LY_SUCCESS;
     }
 
     void restoreCandidate(bool hadOwnCandidate) {
@@ -688,6 +763,7 @@ public:
         auto t0 = Clock::now();
         validateTree(content);
         timing.validateUs = usSince(t0);
+        timing.wholeTreeValidation = true;
         std::future<void> durable;
         {
             std::unique_lock lock(mutex_);
@@ -773,7 +849,8 @@ public:
 
     const ly_ctx* ctx_;
     StoreOptions options_;
-    detail::ValidationPlanner planner_{ctx_};
+    detail::LeafrefAccelerator leafrefs_{ctx_};
+    detail::ValidationPlanner planner_{ctx_, &leafrefs_};
     mutable std::shared_mutex mutex_;
     Tree trees_[3];
     bool candidateOwn_ = false;

@@ -1,6 +1,10 @@
 #include "validation.hpp"
 
+#include "ncstore/log.hpp"
 #include "ncstore/yang.hpp"
+
+#include <algorithm>
+#include <functional>
 
 namespace ncstore::ds::detail {
 
@@ -15,9 +19,69 @@ bool isInsideOrSelf(const lysc_node* node, const lysc_node* root) {
     return false;
 }
 
+/// The list whose entries are records holding `node` (records.hpp's cutting rule, on the
+/// schema): the topmost list, when it is ordered-by-system and only containers are above it.
+const lysc_node* recordListOf(const lysc_node* node) {
+    const lysc_node* list = nullptr;
+    for (const lysc_node* n = node; n; n = lysc_data_parent(n)) {
+        if (n->nodetype == LYS_LIST) {
+            list = n;
+        }
+    }
+    if (!list || (list->flags & LYS_ORDBY_USER)) {
+        return nullptr;
+    }
+    for (const lysc_node* p = lysc_data_parent(list); p; p = lysc_data_parent(p)) {
+        if (p->nodetype != LYS_CONTAINER) {
+            return nullptr;
+        }
+    }
+    return list;
+}
+
+/// The record that holds `node`, as a schema node: its record list, else its top-level node.
+const lysc_node* recordSchemaOf(const lysc_node* node) {
+    if (const lysc_node* list = recordListOf(node)) {
+        return list;
+    }
+    const lysc_node* top = node;
+    while (lysc_data_parent(top)) {
+        top = lysc_data_parent(top);
+    }
+    return top;
+}
+
+/// Calls `fn` for every data instance of `schema` in `forest`.
+void forEachInstance(const lyd_node* forest, const lysc_node* schema,
+                     const std::function<void(const lyd_node*)>& fn) {
+    std::vector<const lysc_node*> chain;
+    for (const lysc_node* s = schema; s; s = lysc_data_parent(s)) {
+        chain.push_back(s);
+    }
+    std::function<void(const lyd_node*, std::size_t)> down = [&](const lyd_node* first, std::size_t level) {
+        const lysc_node* s = chain[level];
+        lyd_node* found = nullptr;
+        if (!first || lyd_find_sibling_val(first, s, nullptr, 0, &found) != LY_SUCCESS || !found) {
+            return;
+        }
+        // Instances of one schema node are adjacent siblings.
+        for (const lyd_node* n = found; n && n->schema == s; n = n->next) {
+            if (level == 0) {
+                fn(n);
+            } else {
+                down(lyd_child(n), level - 1);
+            }
+        }
+    };
+    if (forest) {
+        down(lyd_first_sibling(forest), chain.size() - 1);
+    }
+}
+
 } // namespace
 
-ValidationPlanner::ValidationPlanner(const ly_ctx* ctx) {
+ValidationPlanner::ValidationPlanner(const ly_ctx* ctx, const LeafrefAccelerator* leafrefs)
+    : leafrefs_(leafrefs) {
     uint32_t idx = 0;
     const lys_module* mod = nullptr;
     while ((mod = ly_ctx_get_module_iter(ctx, &idx))) {
@@ -28,22 +92,72 @@ ValidationPlanner::ValidationPlanner(const ly_ctx* ctx) {
             collect(top);
         }
     }
-    for (const auto& [owner, atom] : refs_) {
-        referenced_.insert(atom);
+    for (const Ref& ref : refs_) {
+        referenced_.insert(ref.atom);
+        if (ref.kind == Kind::Leafref && ref.atom && !isInsideOrSelf(ref.owner, recordSchemaOf(ref.atom))) {
+            auto& owners = referrers_[ref.atom];
+            if (std::find(owners.begin(), owners.end(), ref.owner) == owners.end()) {
+                owners.push_back(ref.owner);
+            }
+            for (const lysc_node* s = ref.atom; s; s = lysc_data_parent(s)) {
+                holdsReferenced_.insert(s);
+            }
+        }
     }
 }
 
+const std::vector<const lysc_node*>& ValidationPlanner::referrers(const lysc_node* node) const {
+    static const std::vector<const lysc_node*> none;
+    auto it = referrers_.find(node);
+    return it == referrers_.end() ? none : it->second;
+}
+
+void ValidationPlanner::collectReferenced(const lyd_node* subtree,
+                                          std::vector<std::pair<const lysc_node*, std::string>>& out) const {
+    if (!subtree->schema || !holdsReferenced_.count(subtree->schema)) {
+        return;
+    }
+    if (subtree->schema->nodetype & (LYS_LEAF | LYS_LEAFLIST)) {
+        if (referrers_.count(subtree->schema)) {
+            out.emplace_back(subtree->schema, lyd_get_value(subtree));
+        }
+        return;
+    }
+    for (const lyd_node* child = lyd_child(subtree); child; child = child->next) {
+        collectReferenced(child, out);
+    }
+}
+
+bool ValidationPlanner::referrersMayDangle(
+    const lyd_node* forest, const std::vector<std::pair<const lysc_node*, std::string>>& deleted) const {
+    std::unordered_map<const lysc_node*, std::unordered_set<std::string>> values; // by referrer
+    for (const auto& [atom, value] : deleted) {
+        for (const lysc_node* owner : referrers(atom)) {
+            values[owner].insert(value);
+        }
+    }
+    bool found = false;
+    for (const auto& [owner, set] : values) {
+        forEachInstance(forest, owner,
+                        [&](const lyd_node* n) { found = found || set.count(lyd_get_value(n)); });
+        if (found) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void ValidationPlanner::addAtoms(const lysc_node* owner, const lysc_node* ctxNode, const lyxp_expr* expr,
-                                 const lysc_prefix* prefixes) {
+                                 const lysc_prefix* prefixes, Kind kind) {
     ly_set* raw = nullptr;
     if (lys_find_expr_atoms(ctxNode, owner->module, expr, prefixes, 0, &raw) != LY_SUCCESS) {
         // Unknown reach: make the owner non-local by a reference to nowhere in particular.
-        refs_.emplace_back(owner, nullptr);
+        refs_.push_back({owner, nullptr, kind});
         return;
     }
     Set set{raw};
     for (uint32_t i = 0; i < set->count; ++i) {
-        refs_.emplace_back(owner, set->snodes[i]);
+        refs_.push_back({owner, set->snodes[i], kind});
     }
 }
 
@@ -51,7 +165,9 @@ void ValidationPlanner::addTypeAtoms(const lysc_node* owner, const lysc_type* ty
     if (type->basetype == LY_TYPE_LEAFREF) {
         const auto* lref = reinterpret_cast<const lysc_type_leafref*>(type);
         constrained_.insert(owner);
-        addAtoms(owner, owner, lref->path, lref->prefixes);
+        if (lref->require_instance) {
+            addAtoms(owner, owner, lref->path, lref->prefixes, Kind::Leafref);
+        }
     } else if (type->basetype == LY_TYPE_INST) {
         constrained_.insert(owner);
         instanceIdentifiers_ = true;
@@ -74,12 +190,12 @@ void ValidationPlanner::collect(const lysc_node* node) {
         LY_ARRAY_COUNT_TYPE i;
         LY_ARRAY_FOR(musts, i) {
             constrained_.insert(n);
-            addAtoms(n, n, musts[i].cond, musts[i].prefixes);
+            addAtoms(n, n, musts[i].cond, musts[i].prefixes, Kind::Other);
         }
         lysc_when** whens = lysc_node_when(n);
         LY_ARRAY_FOR(whens, i) {
             constrained_.insert(n);
-            addAtoms(n, whens[i]->context, whens[i]->cond, whens[i]->prefixes);
+            addAtoms(n, whens[i]->context, whens[i]->cond, whens[i]->prefixes, Kind::Other);
         }
         if (n->nodetype & (LYS_LEAF | LYS_LEAFLIST)) {
             addTypeAtoms(n, reinterpret_cast<const lysc_node_leaf*>(n)->type);
@@ -89,7 +205,8 @@ void ValidationPlanner::collect(const lysc_node* node) {
             LY_ARRAY_FOR(list->uniques, i) {
                 LY_ARRAY_COUNT_TYPE j;
                 LY_ARRAY_FOR(list->uniques[i], j) {
-                    refs_.emplace_back(n, reinterpret_cast<const lysc_node*>(list->uniques[i][j]));
+                    refs_.push_back(
+                        {n, reinterpret_cast<const lysc_node*>(list->uniques[i][j]), Kind::Other});
                 }
             }
         }
@@ -104,31 +221,59 @@ bool ValidationPlanner::leafIsFree(const lysc_node* leaf) const {
            !constrained_.count(leaf);
 }
 
-bool ValidationPlanner::recordIsLocal(const lysc_node* list) {
-    if (!list || list->nodetype != LYS_LIST) {
-        return false;
+bool ValidationPlanner::refIsLocalTo(const Ref& ref, const lysc_node* list, bool& readsShell) const {
+    if (!ref.atom) {
+        return false; // unknown reach
     }
+    const bool ownerInside = isInsideOrSelf(ref.owner, list);
+    const bool atomInside = isInsideOrSelf(ref.atom, list);
+    if (ownerInside == atomInside) {
+        return true;
+    }
+    const lysc_node* listParent = lysc_data_parent(list);
+    if (ownerInside && listParent && !recordListOf(ref.atom) &&
+        recordSchemaOf(ref.atom) == recordSchemaOf(listParent)) {
+        readsShell = true;
+        return true;
+    }
+    // Leafrefs are resolved against the real data (AbsoluteLeafrefRoot), and deleted targets are
+    // looked for among referrers; both need paths whose predicates stay in the owner's record.
+    return ref.kind == Kind::Leafref && leafrefs_ &&
+           leafrefs_->absoluteWithin(ref.owner, recordSchemaOf(ref.owner));
+}
+
+const ValidationPlanner::Locality& ValidationPlanner::locality(const lysc_node* list) {
     auto it = localCache_.find(list);
     if (it != localCache_.end()) {
         return it->second;
     }
     const auto* l = reinterpret_cast<const lysc_node_list*>(list);
-    bool local = !instanceIdentifiers_ && l->min == 0 && l->max == UINT32_MAX && !LY_ARRAY_COUNT(l->uniques);
-    for (const auto& [owner, atom] : refs_) {
-        if (!local) {
+    Locality result{
+        !instanceIdentifiers_ && l->min == 0 && l->max == UINT32_MAX && !LY_ARRAY_COUNT(l->uniques), false};
+    if (!result.local) {
+        NCS_LOG(debug) << "datastore: entries of " << list->name
+                       << " are validated whole-tree (min/max-elements, unique or instance-identifiers)";
+    }
+    for (const Ref& ref : refs_) {
+        if (!result.local) {
             break;
         }
-        const bool ownerInside = isInsideOrSelf(owner, list);
-        const bool atomInside = atom && isInsideOrSelf(atom, list);
-        if (ownerInside != atomInside) {
-            local = false;
-        }
-        if (ownerInside && lysc_node_when(owner)) {
-            local = false; // a when inside may delete data: only whole validation handles that
+        result.local = refIsLocalTo(ref, list, result.readsShell);
+        if (!result.local) {
+            NCS_LOG(debug) << "datastore: entries of " << list->name
+                           << " are validated whole-tree: " << ref.owner->name << " reads "
+                           << (ref.atom ? ref.atom->name : "unknown nodes");
         }
     }
-    localCache_.emplace(list, local);
-    return local;
+    return localCache_.emplace(list, result).first->second;
+}
+
+bool ValidationPlanner::recordIsLocal(const lysc_node* list) {
+    return list && list->nodetype == LYS_LIST && recordListOf(list) == list && locality(list).local;
+}
+
+bool ValidationPlanner::recordReadsShell(const lysc_node* list) {
+    return recordIsLocal(list) && locality(list).readsShell;
 }
 
 } // namespace ncstore::ds::detail

@@ -281,7 +281,8 @@ nc_server_reply* Server::dispatch(lyd_node* rpc, nc_session* ncs) {
                    << (isWrite ? " (parse " + std::to_string(parseUs) + "us apply " +
                                      std::to_string(timing.applyUs) + "us validate " +
                                      std::to_string(timing.validateUs) + "us commit-wait " +
-                                     std::to_string(timing.commitWaitUs) + "us)"
+                                     std::to_string(timing.commitWaitUs) + "us)" +
+                                     (timing.wholeTreeValidation ? " validated whole-tree" : "")
                                : "");
     return reply;
 }

@@ -98,6 +98,9 @@ struct WriteTiming {
     std::uint64_t serializeUs = 0;  ///< building the change set
     std::uint64_t commitWaitUs = 0; ///< waiting for the durable group commit
     std::uint64_t changedRecords = 0;
+    /// Validation read the whole datastore, not just what the edit touched (docs/datastore.md
+    /// says which edits need that).
+    bool wholeTreeValidation = false;
 };
 
 struct StoreOptions {
