@@ -8,6 +8,8 @@
 // payload may hold placeholders replaced before the clock starts, so every request can differ:
 //   @S@ session index, @N@ request index in its session, @I@ unique index (--index-offset +
 //   session * repeat + request), @R@ a random integer in [1, --random-range].
+// With --each-line the payload file holds one request per line, sent in turn (a controller
+// provisioning services one at a time over one session); --repeat defaults to the line count.
 #include "NcClient.hpp"
 
 #include <CLI/CLI.hpp>
@@ -303,6 +305,7 @@ struct Options {
     long indexOffset = 0;
     long randomRange = 1;
     long serverPid = 0;
+    bool eachLine = false;
     bool time = false;
     bool json = false;
     bool quiet = false;
@@ -356,6 +359,18 @@ int runSingle(const Options& opts, const Request& req) {
     return reply.isError() ? 1 : 0;
 }
 
+/// The non-empty lines of `text`.
+std::vector<std::string> payloadLines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (line.find_first_not_of(" \t\r") != std::string::npos) {
+            lines.push_back(std::move(line));
+        }
+    }
+    return lines;
+}
+
 /// `sessions` threads, each its own session, each sending `repeat` requests in sequence.
 int runLoad(const Options& opts, const Request& req) {
     const auto n = static_cast<size_t>(opts.sessions);
@@ -385,7 +400,11 @@ int runLoad(const Options& opts, const Request& req) {
                 Expander expander(req.payload, opts.indexOffset, opts.repeat, opts.randomRange,
                                   static_cast<unsigned>(s * 7919 + 17));
                 std::vector<Rpc> rpcs;
-                if (expander.templated()) {
+                if (opts.eachLine) {
+                    for (const std::string& line : payloadLines(req.payload)) {
+                        rpcs.push_back(buildRpc(req, line));
+                    }
+                } else if (expander.templated()) {
                     rpcs.reserve(static_cast<size_t>(opts.repeat));
                     for (long i = 0; i < opts.repeat; ++i) {
                         rpcs.push_back(buildRpc(req, expander.expand(static_cast<long>(s), i)));
@@ -398,7 +417,7 @@ int runLoad(const Options& opts, const Request& req) {
                 counted = true;
                 go.wait();
                 for (long i = 0; i < opts.repeat; ++i) {
-                    nc_rpc* rpc = rpcs.size() == 1 ? rpcs[0].get() : rpcs[static_cast<size_t>(i)].get();
+                    nc_rpc* rpc = rpcs[static_cast<size_t>(i) % rpcs.size()].get();
                     const auto t0 = Clock::now();
                     Reply reply = session->call(rpc, opts.connect.rpcTimeoutMs);
                     const auto t1 = Clock::now();
@@ -515,6 +534,10 @@ int main(int argc, char** argv) {
     app.add_option("--sessions", opts.sessions,
                    "parallel sessions, one thread each (statistics mode when > 1)")
         ->check(CLI::Range(1L, 1000L));
+    auto* repeatOpt = app.get_option("--repeat");
+    app.add_flag(
+        "--each-line", opts.eachLine,
+        "the payload file holds one request per line, sent in turn (--repeat defaults to their count)");
     app.add_option("--index-offset", opts.indexOffset, "first value of @I@ in payloads");
     app.add_option("--random-range", opts.randomRange, "@R@ in payloads is uniform in [1, range]");
     app.add_option("--server-pid", opts.serverPid, "local server process: report its CPU time over the run");
@@ -595,7 +618,16 @@ int main(int argc, char** argv) {
         if (verbose) {
             nc_verbosity(NC_VERB_VERBOSE);
         }
-        if (opts.sessions == 1 && opts.repeat == 1) {
+        if (opts.eachLine) {
+            const auto lines = payloadLines(req.payload);
+            if (lines.empty()) {
+                throw std::runtime_error("--each-line: the payload has no request");
+            }
+            if (!repeatOpt->count()) {
+                opts.repeat = static_cast<long>(lines.size());
+            }
+        }
+        if (opts.sessions == 1 && opts.repeat == 1 && !opts.eachLine) {
             return runSingle(opts, req);
         }
         return runLoad(opts, req);
