@@ -1,6 +1,7 @@
 #include "leafref.hpp"
 
 #include "ncstore/log.hpp"
+#include "ncstore/yang.hpp"
 
 #include <libyang/plugins_types.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -204,26 +206,55 @@ struct Plan {
     bool lastIsSoleKey = false;
 };
 
-const lys_module* moduleOf(const Name& n, const lysc_prefix* prefixes) {
-    LY_ARRAY_COUNT_TYPE i;
-    LY_ARRAY_FOR(prefixes, i) {
-        const char* p = prefixes[i].prefix;
-        if ((!p && n.prefix.empty()) || (p && n.prefix == p)) {
-            return prefixes[i].mod;
+/// Resolves the names of one leafref path on the schema. Each node is looked up in the module
+/// its prefix names (unprefixed: the path's own module, else the leafref's module, as YANG
+/// groupings used elsewhere have it) and must be among the nodes libyang itself says the path
+/// reads (lys_find_expr_atoms): the plan then walks exactly libyang's nodes.
+class SchemaResolver {
+public:
+    SchemaResolver(const lysc_node* leaf, const lysc_type_leafref* lref) : leaf_(leaf), lref_(lref) {
+        ly_set* raw = nullptr;
+        if (lys_find_expr_atoms(leaf, leaf->module, lref->path, lref->prefixes, 0, &raw) == LY_SUCCESS &&
+            raw) {
+            Set set{raw};
+            for (uint32_t i = 0; i < set->count; ++i) {
+                atoms_.insert(set->snodes[i]);
+            }
         }
     }
-    return nullptr;
-}
 
-const lysc_node* childOf(const lysc_node* parent, const Name& n, const lysc_prefix* prefixes) {
-    const lys_module* mod = moduleOf(n, prefixes);
-    if (!mod || (!parent && !mod->implemented)) {
+    const lysc_node* child(const lysc_node* parent, const Name& n) const {
+        const lys_module* candidates[2] = {moduleOf(n.prefix.empty() ? nullptr : &n.prefix),
+                                           n.prefix.empty() ? leaf_->module : nullptr};
+        for (const lys_module* mod : candidates) {
+            if (!mod || (!parent && !mod->implemented)) {
+                continue;
+            }
+            const lysc_node* c = lys_find_child(parent, mod, n.name.c_str(), n.name.size(), 0, 0);
+            if (c && (c->nodetype & (LYS_CONTAINER | LYS_LIST | LYS_LEAF | LYS_LEAFLIST)) &&
+                atoms_.count(c)) {
+                return c;
+            }
+        }
         return nullptr;
     }
-    const lysc_node* child = lys_find_child(parent, mod, n.name.c_str(), n.name.size(), 0, 0);
-    return child && (child->nodetype & (LYS_CONTAINER | LYS_LIST | LYS_LEAF | LYS_LEAFLIST)) ? child
-                                                                                             : nullptr;
-}
+
+private:
+    const lys_module* moduleOf(const std::string* prefix) const {
+        LY_ARRAY_COUNT_TYPE i;
+        LY_ARRAY_FOR(lref_->prefixes, i) {
+            const char* p = lref_->prefixes[i].prefix;
+            if ((!p && !prefix) || (p && prefix && *prefix == p)) {
+                return lref_->prefixes[i].mod;
+            }
+        }
+        return nullptr;
+    }
+
+    const lysc_node* leaf_;
+    const lysc_type_leafref* lref_;
+    std::unordered_set<const lysc_node*> atoms_;
+};
 
 const lysc_node* upFrom(const lysc_node* node, unsigned ups) {
     for (unsigned i = 0; i < ups && node; ++i) {
@@ -245,6 +276,7 @@ std::optional<Plan> makePlan(const lysc_node* leaf, const lysc_type_leafref* lre
     if (!raw) {
         return std::nullopt;
     }
+    const SchemaResolver names(leaf, lref);
     Plan plan;
     plan.absolute = raw->absolute;
     plan.ups = raw->ups;
@@ -256,7 +288,7 @@ std::optional<Plan> makePlan(const lysc_node* leaf, const lysc_type_leafref* lre
         }
     }
     for (const RawStep& rs : raw->steps) {
-        const lysc_node* schema = childOf(parent, rs.node, lref->prefixes);
+        const lysc_node* schema = names.child(parent, rs.node);
         if (!schema) {
             return std::nullopt;
         }
@@ -266,7 +298,7 @@ std::optional<Plan> makePlan(const lysc_node* leaf, const lysc_type_leafref* lre
                 return std::nullopt;
             }
             for (const RawPredicate& rp : rs.predicates) {
-                const lysc_node* key = childOf(schema, rp.key, lref->prefixes);
+                const lysc_node* key = names.child(schema, rp.key);
                 if (!key || !(key->flags & LYS_KEY)) {
                     return std::nullopt;
                 }
@@ -276,7 +308,7 @@ std::optional<Plan> makePlan(const lysc_node* leaf, const lysc_type_leafref* lre
                     return std::nullopt;
                 }
                 for (const Name& n : rp.down) {
-                    at = childOf(at, n, lref->prefixes);
+                    at = names.child(at, n);
                     if (!at || !(at->nodetype & (LYS_CONTAINER | LYS_LEAF))) {
                         return std::nullopt;
                     }

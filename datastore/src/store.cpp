@@ -15,6 +15,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace ncstore::ds {
@@ -96,9 +97,9 @@ public:
     explicit Collector(detail::ValidationPlanner* planner) : planner_(planner) {}
 
     void created(const lyd_node* node) override {
-        detail::forEachRecordIn(node, [this](const lyd_node* r) { touch(pathOf(r)); });
+        detail::forEachRecordIn(node, [this](const lyd_node* r) { touch(r); });
         const lyd_node* root = detail::recordRoot(node);
-        touch(pathOf(root));
+        touch(root);
         planLocal(root);
     }
     void modified(const lyd_node* node) override {
@@ -107,7 +108,7 @@ public:
             // A value change: a small patch row instead of rewriting the record.
             patches_.emplace_back(pathOf(root), pathOf(node));
         } else {
-            touch(pathOf(root));
+            touch(root);
         }
         if (!(planner_ && planner_->leafIsFree(node->schema))) {
             planLocal(root);
@@ -117,6 +118,7 @@ public:
         }
     }
     void deleting(const lyd_node* node) override {
+        pointersValid_ = false;
         if (planner_ && !needFullValidation_) {
             planner_->collectReferenced(node, deletedReferenced_);
         }
@@ -125,7 +127,7 @@ public:
             rangeDeletes_.push_back(pathOf(node));
         }
         if (root != node) {
-            touch(pathOf(root));
+            touch(root);
             planLocal(root);
         } else if (!isLocal(root)) {
             needFullValidation_ = true;
@@ -133,9 +135,23 @@ public:
     }
 
     /// True when only whole-tree validation can judge the edit.
-    bool needFullValidation() const { return needFullValidation_ || localChecks_.size() > kMaxLocalChecks; }
-    /// Records to validate on their own (when needFullValidation() is false).
-    const std::vector<std::string>& localChecks() const { return localChecks_; }
+    bool needFullValidation() const { return needFullValidation_; }
+    /// Records to validate on their own (when needFullValidation() is false), found in `tree`.
+    std::vector<lyd_node*> localChecks(const lyd_node* tree) const {
+        std::vector<lyd_node*> roots;
+        for (std::size_t i = 0; i < localChecks_.size(); ++i) {
+            lyd_node* root = nullptr;
+            if (pointersValid_) {
+                root = const_cast<lyd_node*>(localNodes_[i]);
+            } else if (!tree || lyd_find_path(tree, localChecks_[i].c_str(), 0, &root) != LY_SUCCESS) {
+                root = nullptr; // created and deleted again by the same edit
+            }
+            if (root) {
+                roots.push_back(root);
+            }
+        }
+        return roots;
+    }
     /// Deleted nodes that leafrefs elsewhere may point to (when needFullValidation() is false).
     const std::vector<std::pair<const lysc_node*, std::string>>& deletedReferenced() const {
         return deletedReferenced_;
@@ -144,6 +160,9 @@ public:
     /// Marks the records that validation changed (defaults are not stored, so only deletions
     /// and explicit nodes matter).
     void addValidationDiff(const lyd_node* diff, const lyd_node* tree) {
+        if (diff) {
+            pointersValid_ = false; // validation may have deleted nodes
+        }
         for (const lyd_node* top = diff; top; top = top->next) {
             const lyd_node* elem = nullptr;
             LYD_TREE_DFS_BEGIN(top, elem) {
@@ -161,7 +180,7 @@ public:
                             lyd_node* parent = nullptr;
                             const std::string parentPath = pathOf(lyd_parent(elem));
                             if (lyd_find_path(tree, parentPath.c_str(), 0, &parent) == LY_SUCCESS && parent) {
-                                touch(pathOf(detail::recordRoot(parent)));
+                                touch(detail::recordRoot(parent));
                             }
                         }
                     }
@@ -175,10 +194,11 @@ public:
 
     /// Adds what another (successful) edit changed, so that one change set covers both.
     void absorb(const Collector& other) {
+        pointersValid_ = false;
         rangeDeletes_.insert(rangeDeletes_.end(), other.rangeDeletes_.begin(), other.rangeDeletes_.end());
         patches_.insert(patches_.end(), other.patches_.begin(), other.patches_.end());
         for (const auto& p : other.touched_) {
-            touch(p);
+            touch(p, nullptr);
         }
     }
 
@@ -188,15 +208,22 @@ public:
         for (const auto& p : rangeDeletes_) {
             cs.ops.push_back({RecordOp::Kind::DeleteRange, p, {}, {}});
         }
-        std::vector<const lyd_node*> shells;
-        std::vector<const lyd_node*> entries;
-        for (const auto& p : touched_) {
+        // (record, its path)
+        std::vector<std::pair<const lyd_node*, const std::string*>> shells;
+        std::vector<std::pair<const lyd_node*, const std::string*>> entries;
+        for (std::size_t i = 0; i < touched_.size(); ++i) {
+            const std::string& p = touched_[i];
             lyd_node* found = nullptr;
-            if (!tree || lyd_find_path(tree, p.c_str(), 0, &found) != LY_SUCCESS || !found) {
+            if (pointersValid_) {
+                found = const_cast<lyd_node*>(touchedNodes_[i]);
+            } else if (!tree || lyd_find_path(tree, p.c_str(), 0, &found) != LY_SUCCESS) {
+                found = nullptr;
+            }
+            if (!found) {
                 cs.ops.push_back({RecordOp::Kind::DeleteRange, p, {}, {}});
                 continue;
             }
-            (lyd_parent(found) ? entries : shells).push_back(found);
+            (lyd_parent(found) ? entries : shells).emplace_back(found, &p);
         }
         std::unordered_set<std::string> patched;
         for (auto it = patches_.rbegin(); it != patches_.rend(); ++it) {
@@ -208,20 +235,21 @@ public:
             }
             cs.ops.push_back({RecordOp::Kind::Patch, leaf, {}, lyd_get_value(found)});
         }
+        const lyd_node* lastParent = nullptr;
+        std::string lastParentPath;
         for (const auto* list : {&shells, &entries}) {
-            for (const lyd_node* r : *list) {
-                cs.ops.push_back({RecordOp::Kind::Upsert, pathOf(r),
-                                  lyd_parent(r) ? pathOf(lyd_parent(r)) : std::string(),
-                                  detail::serializeRecord(r)});
+            for (const auto& [r, path] : *list) {
+                if (lyd_parent(r) != lastParent) {
+                    lastParent = lyd_parent(r);
+                    lastParentPath = lastParent ? pathOf(lastParent) : std::string();
+                }
+                cs.ops.push_back({RecordOp::Kind::Upsert, *path, lastParentPath, detail::serializeRecord(r)});
             }
         }
         return cs;
     }
 
 private:
-    // Past this many entries, one whole validation costs less than copying each entry.
-    static constexpr std::size_t kMaxLocalChecks = 256;
-
     bool isLocal(const lyd_node* root) const {
         return planner_ && detail::isSplitEntry(root) && planner_->recordIsLocal(root->schema);
     }
@@ -230,6 +258,7 @@ private:
             needFullValidation_ = true;
         } else if (!needFullValidation_ && localSeen_.insert(root).second) {
             localChecks_.push_back(pathOf(root));
+            localNodes_.push_back(root);
         }
     }
     static bool mayHoldRecords(const lyd_node* node) {
@@ -240,20 +269,31 @@ private:
         }
         return true;
     }
-    void touch(std::string path) {
+    void touch(const lyd_node* record) {
+        if (!pointersValid_ || touchedSeen_.insert(record).second) {
+            touch(pathOf(record), record);
+        }
+    }
+    void touch(std::string path, const lyd_node* record) {
         if (seen_.insert(path).second) {
             touched_.push_back(std::move(path));
+            touchedNodes_.push_back(record);
         }
     }
     detail::ValidationPlanner* planner_;
     bool needFullValidation_ = false;
+    // While no node was deleted, the nodes recorded below are alive: no lookups by path needed.
+    bool pointersValid_ = true;
     std::vector<std::string> localChecks_;
+    std::vector<const lyd_node*> localNodes_; // same order
     std::unordered_set<const lyd_node*> localSeen_;
     std::vector<std::pair<const lysc_node*, std::string>> deletedReferenced_;
     std::vector<std::string> rangeDeletes_;
     std::vector<std::pair<std::string, std::string>> patches_; // (record path, leaf path)
     std::vector<std::string> touched_;
+    std::vector<const lyd_node*> touchedNodes_; // same order
     std::unordered_set<std::string> seen_;
+    std::unordered_set<const lyd_node*> touchedSeen_;
 };
 
 /// The change set that makes a datastore hold exactly `tree`.
@@ -599,7 +639,7 @@ public:
                 const bool localOk =
                     !collector.needFullValidation() &&
                     !planner_.referrersMayDangle(tree.get(), collector.deletedReferenced()) &&
-                    validateLocally(tree.get(), collector.localChecks(),
+                    validateLocally(tree.get(), collector.localChecks(tree.get()),
                                     options.testOption != TestOption::TestOnly);
                 lyd_node* diff = nullptr;
                 LY_ERR rc = LY_SUCCESS;
@@ -665,17 +705,12 @@ public:
     /// Validates the records on their own: copies of them, with their container chains (and the
     /// shells of their top-level nodes, when read), in one forest. False when that fails or a
     /// record is gone: the caller then validates the whole tree, whose verdict is the real one.
-    bool validateLocally(lyd_node* tree, const std::vector<std::string>& paths, bool addDefaults) {
-        std::vector<lyd_node*> roots;
-        for (const auto& path : paths) {
-            lyd_node* root = nullptr;
-            if (tree && lyd_find_path(tree, path.c_str(), 0, &root) == LY_SUCCESS && root) {
-                roots.push_back(root);
-            } // else created and deleted again by the same edit
-        }
+    bool validateLocally(lyd_node* tree, const std::vector<lyd_node*>& roots, bool addDefaults) {
         Tree copy;
         std::unordered_set<const lyd_node*> shellsCopied;
+        bool whens = false;
         for (const lyd_node* root : roots) {
+            whens = whens || planner_.recordHasWhen(root->schema);
             const lyd_node* top = root;
             while (lyd_parent(top)) {
                 top = lyd_parent(top);
@@ -691,8 +726,14 @@ public:
                 }
             }
         }
+        std::unordered_map<const lyd_node*, lyd_node*> parents; // original -> copy
         for (const lyd_node* root : roots) {
-            if (!copyInto(copy, root)) {
+            lyd_node*& parent = parents[lyd_parent(root)];
+            if (!parent) {
+                parent = copyParentChain(copy, root);
+            }
+            if (!parent || lyd_dup_single(root, reinterpret_cast<lyd_node_inner*>(parent), LYD_DUP_RECURSIVE,
+                                          nullptr) != LY_SUCCESS) {
                 return false;
             }
         }
@@ -702,7 +743,8 @@ public:
             LY_ERR rc = LY_SUCCESS;
             {
                 detail::AbsoluteLeafrefRoot references(tree);
-                rc = lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, &diff);
+                // The diff, which costs, serves only to see what a `when` deleted.
+                rc = lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, whens ? &diff : nullptr);
             }
             Tree diffOwner{diff};
             if (rc != LY_SUCCESS || deletesData(diff)) {
@@ -719,28 +761,27 @@ public:
         return true;
     }
 
-    /// Copies the split entry `record` into the forest `copy`, under a copy of its parent (made,
-    /// with its chain, when missing).
-    bool copyInto(Tree& copy, const lyd_node* record) const {
+    /// The copy, in the forest `copy`, of the parent of the split entry `record` (made, with its
+    /// chain, when missing); nullptr on failure.
+    lyd_node* copyParentChain(Tree& copy, const lyd_node* record) const {
         const std::string parentPath = pathOf(lyd_parent(record));
         lyd_node* parent = nullptr;
-        if (!copy || lyd_find_path(copy.get(), parentPath.c_str(), 0, &parent) != LY_SUCCESS || !parent) {
-            lyd_node* created = nullptr;
-            RawTree raw(copy);
-            if (lyd_new_path2(raw.get(), ctx_, parentPath.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0,
-                              &created, &parent) != LY_SUCCESS ||
-                !parent) {
-                return false;
-            }
-            if (!raw.get()) {
-                while (lyd_parent(created)) {
-                    created = lyd_parent(created);
-                }
-                raw.ptr()[0] = created;
-            }
+        if (copy && lyd_find_path(copy.get(), parentPath.c_str(), 0, &parent) == LY_SUCCESS && parent) {
+            return parent;
         }
-        return lyd_dup_single(record, reinterpret_cast<lyd_node_inner*>(parent), LYD_DUP_RECURSIVE,
-                              nullptr) == LY_SUCCESS;
+        lyd_node* created = nullptr;
+        RawTree raw(copy);
+        if (lyd_new_path2(raw.get(), ctx_, parentPath.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0, &created,
+                          &parent) != LY_SUCCESS) {
+            return nullptr;
+        }
+        if (!raw.get() && created) {
+            while (lyd_parent(created)) {
+                created = lyd_parent(created);
+            }
+            raw.ptr()[0] = created;
+        }
+        return parent;
     }
 
     void restoreCandidate(bool hadOwnCandidate) {

@@ -104,6 +104,10 @@ ValidationPlanner::ValidationPlanner(const ly_ctx* ctx, const LeafrefAccelerator
             }
         }
     }
+    // Decided now, so that the start-up log says which lists are validated whole-tree and why.
+    for (const lysc_node* list : recordLists_) {
+        locality(list);
+    }
 }
 
 const std::vector<const lysc_node*>& ValidationPlanner::referrers(const lysc_node* node) const {
@@ -185,6 +189,9 @@ void ValidationPlanner::collect(const lysc_node* node) {
     if (!(n->flags & LYS_CONFIG_W) && !(n->nodetype & (LYS_CHOICE | LYS_CASE))) {
         return; // state data is never validated here (LYD_VALIDATE_NO_STATE)
     }
+    if (n->nodetype == LYS_LIST && recordListOf(n) == n) {
+        recordLists_.push_back(n);
+    }
     {
         const lysc_must* musts = lysc_node_musts(n);
         LY_ARRAY_COUNT_TYPE i;
@@ -195,6 +202,7 @@ void ValidationPlanner::collect(const lysc_node* node) {
         lysc_when** whens = lysc_node_when(n);
         LY_ARRAY_FOR(whens, i) {
             constrained_.insert(n);
+            withWhen_.insert(n);
             addAtoms(n, whens[i]->context, whens[i]->cond, whens[i]->prefixes, Kind::Other);
         }
         if (n->nodetype & (LYS_LEAF | LYS_LEAFLIST)) {
@@ -248,8 +256,12 @@ const ValidationPlanner::Locality& ValidationPlanner::locality(const lysc_node* 
         return it->second;
     }
     const auto* l = reinterpret_cast<const lysc_node_list*>(list);
-    Locality result{
-        !instanceIdentifiers_ && l->min == 0 && l->max == UINT32_MAX && !LY_ARRAY_COUNT(l->uniques), false};
+    Locality result{!instanceIdentifiers_ && l->min == 0 && l->max == UINT32_MAX &&
+                        !LY_ARRAY_COUNT(l->uniques),
+                    false, false};
+    for (const lysc_node* n : withWhen_) {
+        result.hasWhen = result.hasWhen || isInsideOrSelf(n, list);
+    }
     if (!result.local) {
         NCS_LOG(debug) << "datastore: entries of " << list->name
                        << " are validated whole-tree (min/max-elements, unique or instance-identifiers)";
@@ -274,6 +286,10 @@ bool ValidationPlanner::recordIsLocal(const lysc_node* list) {
 
 bool ValidationPlanner::recordReadsShell(const lysc_node* list) {
     return recordIsLocal(list) && locality(list).readsShell;
+}
+
+bool ValidationPlanner::recordHasWhen(const lysc_node* list) {
+    return recordIsLocal(list) && locality(list).hasWhen;
 }
 
 } // namespace ncstore::ds::detail

@@ -43,6 +43,8 @@ public:
     /// For a local record list: whether constraints inside its entries read the shell of their
     /// top-level node (Open ROADM: `when` on info/node-type), which their copy must then carry.
     bool recordReadsShell(const lysc_node* list);
+    /// For a local record list: whether a `when` inside its entries may delete data.
+    bool recordHasWhen(const lysc_node* list);
     /// The leafrefs outside the record of `node` that read it (see above); empty for most.
     const std::vector<const lysc_node*>& referrers(const lysc_node* node) const;
     /// Appends (schema, value) of every node in `subtree` that a referrer may point to.
@@ -73,13 +75,16 @@ private:
     std::unordered_map<const lysc_node*, std::vector<const lysc_node*>> referrers_;
     std::unordered_set<const lysc_node*> holdsReferenced_; // referenced nodes and their ancestors
     std::unordered_set<const lysc_node*> constrained_;     // has must/when/leafref/inst-id itself
+    std::unordered_set<const lysc_node*> withWhen_;
     bool instanceIdentifiers_ = false;
     struct Locality {
         bool local;
         bool readsShell;
+        bool hasWhen;
     };
     const Locality& locality(const lysc_node* list);
     std::unordered_map<const lysc_node*, Locality> localCache_;
+    std::vector<const lysc_node*> recordLists_;
 };
 
 } // namespace ncstore::ds::detail

@@ -280,7 +280,8 @@ nc_server_reply* Server::dispatch(lyd_node* rpc, nc_session* ncs) {
                    << (errorTag.empty() ? "" : " error " + errorTag)
                    << (isWrite ? " (parse " + std::to_string(parseUs) + "us apply " +
                                      std::to_string(timing.applyUs) + "us validate " +
-                                     std::to_string(timing.validateUs) + "us commit-wait " +
+                                     std::to_string(timing.validateUs) + "us serialize " +
+                                     std::to_string(timing.serializeUs) + "us commit-wait " +
                                      std::to_string(timing.commitWaitUs) + "us)" +
                                      (timing.wholeTreeValidation ? " validated whole-tree" : "")
                                : "");
