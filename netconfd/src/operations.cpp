@@ -182,6 +182,11 @@ nc_server_reply* Server::dispatch(lyd_node* rpc, nc_session* ncs) {
         return nc_server_reply_err(nc_err(ctx, NC_ERR_OP_FAILED, NC_ERR_TYPE_APP));
     }
     Session& s = *session;
+    // A <config> content parsed with this message and not taken by its handler (which failed
+    // first) is freed with the reply, not when the session's thread parses its next message.
+    struct DropParsedConfig {
+        ~DropParsedConfig() { dropParsedConfig(); }
+    } const dropUntaken;
     if (auto parseError = takeRpcParseError(rpc)) {
         // libnetconf2 could not parse this <rpc> (rpcparse.hpp): `rpc` is a stand-in.
         ++s.inBadRpcs;
@@ -298,6 +303,15 @@ void Server::checkWritable(ds::Datastore target, const Session& s) const {
 }
 
 Tree Server::parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const {
+    if (auto parsed = takeParsedConfig(anyxml)) {
+        // Parsed with the message (rpcparse.hpp): already what parseEditContent() gives.
+        parseUs += parsed->parseUs;
+        return std::move(parsed->tree);
+    }
+    if (isParsedSeparately(anyxml)) {
+        throw RpcError("operation-failed", ErrorType::Application,
+                       "the <config> content parsed with the message is no longer available");
+    }
     const auto start = Clock::now();
     std::string text;
     const auto* any = reinterpret_cast<const lyd_node_any*>(anyxml);

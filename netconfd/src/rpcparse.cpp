@@ -1,11 +1,16 @@
 #include "rpcparse.hpp"
 
+#include "editcontent.hpp"
+#include "inlineconfig.hpp"
+
 #include "ncstore/log.hpp"
 
 #include <dlfcn.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <regex>
 #include <string_view>
 #include <utility>
@@ -38,6 +43,91 @@ struct PendingError {
     std::optional<RpcError> error;
 };
 thread_local PendingError pending;
+
+struct PendingConfig {
+    const lyd_node* config = nullptr; ///< the anyxml node holding the placeholder
+    ParsedConfig parsed;
+};
+thread_local PendingConfig pendingConfig;
+
+/// Stands in the message for a <config> content parsed apart. An element of a namespace no
+/// module has: libyang keeps it opaque, and a handler that reads it by mistake fails loudly
+/// instead of seeing an empty <config> (which, with default-operation replace, empties a
+/// datastore).
+constexpr std::string_view kPlaceholderNs = "urn:ncstore:internal:config-parsed-separately";
+constexpr std::string_view kPlaceholder =
+    "<parsed-separately xmlns=\"urn:ncstore:internal:config-parsed-separately\"/>";
+
+struct InputDeleter {
+    void operator()(ly_in* in) const noexcept { ly_in_free(in, 0); }
+};
+
+const lyd_node* schemaChild(const lyd_node* parent, const char* name) {
+    for (const lyd_node* c = lyd_child(parent); c; c = c->next) {
+        if (c->schema && std::strcmp(c->schema->name, name) == 0) {
+            return c;
+        }
+    }
+    return nullptr;
+}
+
+/// The inline <config> anyxml of an edit-config or copy-config operation, or nullptr.
+const lyd_node* inlineConfigNode(const lyd_node* op) {
+    if (const lyd_node* config = schemaChild(op, "config")) {
+        return config;
+    }
+    return schemaChild(schemaChild(op, "source"), "config");
+}
+
+std::uint64_t microsSince(std::chrono::steady_clock::time_point start) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+            .count());
+}
+
+/// Parses `text` with its inline <config> content apart (rpcparse.hpp), leaving the content in
+/// pendingConfig. False, with nothing set, when the message is to be parsed as it is: it has
+/// no such content, or either parse fails (the whole message's parse then reports the error
+/// it always did).
+bool parseWithConfigApart(const ly_ctx* ctx, std::string_view text, lyd_node** envelope, lyd_node** op) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto found = findInlineConfig(text);
+    if (!found) {
+        return false;
+    }
+    const std::string rest = replaceContent(text, *found, kPlaceholder);
+    ly_in* rawIn = nullptr;
+    if (ly_in_new_memory(rest.c_str(), &rawIn) != LY_SUCCESS) {
+        return false;
+    }
+    const std::unique_ptr<ly_in, InputDeleter> in{rawIn};
+    lyd_node* rawEnvelope = nullptr;
+    lyd_node* rawOp = nullptr;
+    const LY_ERR rc =
+        realParseOp()(ctx, nullptr, in.get(), LYD_XML, LYD_TYPE_RPC_NETCONF, &rawEnvelope, &rawOp);
+    Tree parsedEnvelope{rawEnvelope};
+    Tree parsedOp{rawOp};
+    const lyd_node* config = rc == LY_SUCCESS ? inlineConfigNode(rawOp) : nullptr;
+    if (!config || !isParsedSeparately(config)) {
+        ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
+        return false;
+    }
+    Tree content;
+    try {
+        content = parseEditContent(ctx, found->document);
+    } catch (const RpcError& e) {
+        NCS_LOG(debug) << "inline <config> content rejected (" << e.tag << "), parsing the whole message";
+        ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
+        return false;
+    }
+    if (!content) {
+        return false;
+    }
+    pendingConfig = {config, {std::move(content), microsSince(start)}};
+    *envelope = parsedEnvelope.release();
+    *op = parsedOp.release();
+    return true;
+}
 
 /// Whether the error `path` (a data path) lies in data carried by the RPC (<config> content,
 /// whose paths start at a data node) rather than in the RPC's own parameters.
@@ -169,12 +259,51 @@ std::optional<RpcError> takeRpcParseError(const lyd_node* op) {
     return std::exchange(pending.error, std::nullopt);
 }
 
+std::optional<ParsedConfig> takeParsedConfig(const lyd_node* config) {
+    if (!config || pendingConfig.config != config) {
+        return std::nullopt;
+    }
+    pendingConfig.config = nullptr;
+    return std::move(pendingConfig.parsed);
+}
+
+void dropParsedConfig() {
+    pendingConfig = {};
+}
+
+bool isParsedSeparately(const lyd_node* config) {
+    if (!config || !config->schema || !(config->schema->nodetype & LYD_NODE_ANY)) {
+        return false;
+    }
+    const auto* any = reinterpret_cast<const lyd_node_any*>(config);
+    if (any->value_type != LYD_ANYDATA_DATATREE || !any->value.tree || any->value.tree->schema ||
+        any->value.tree->next) {
+        return false;
+    }
+    const auto* placeholder = reinterpret_cast<const lyd_node_opaq*>(any->value.tree);
+    return placeholder->format == LY_VALUE_XML && placeholder->name.module_ns &&
+           placeholder->name.module_ns == kPlaceholderNs;
+}
+
 LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op) {
     pending = {};
+    pendingConfig = {};
     // libnetconf2 hands the message over in memory: its text names the element of an unknown
     // namespace and tells attribute values from leaf values (read before parsing moves on).
     const char* text = ly_in_type(in) == LY_IN_MEMORY ? ly_in_memory(in, nullptr) : nullptr;
-    const LY_ERR rc = realParseOp()(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, envelope, op);
+    bool parsedApart = false;
+    if (text) {
+        try {
+            parsedApart = parseWithConfigApart(ctx, text, envelope, op);
+        } catch (const std::exception& e) {
+            NCS_LOG(error) << "parsing an <rpc> with its <config> apart failed, parsing it whole: "
+                           << e.what();
+            pendingConfig = {};
+        }
+    }
+    const LY_ERR rc = parsedApart
+                          ? LY_SUCCESS
+                          : realParseOp()(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, envelope, op);
     if (rc == LY_SUCCESS) {
         if (!hasMessageId(*envelope)) {
             try {

@@ -15,12 +15,21 @@
 //   - everything else (other contexts, other data types, messages without an <rpc> envelope)
 //     goes to libyang untouched: libnetconf2 then answers malformed-message on base:1.1 and
 //     nothing on base:1.0, as before.
+//
+// The interposition also spares the server a second parse of big edits: libyang parses the
+// <config> anyxml of edit-config (and copy-config's inline one) into a tree the handler could
+// only print and parse again, typed. For such a message the content is cut out of the text
+// (inlineconfig.hpp) and parsed typed, once, exactly as parseEditContent() does; libyang parses
+// the rest, whose <config> holds a placeholder, and the handler takes the typed tree with
+// takeParsedConfig(). When either parse fails the whole message is parsed as it is and handled
+// as before, so every error is the one the message got before.
 #pragma once
 
 #include "errors.hpp"
 
-#include <libyang/libyang.h>
+#include "ncstore/yang.hpp"
 
+#include <cstdint>
 #include <optional>
 
 namespace ncstore::netconfd {
@@ -48,8 +57,26 @@ void interceptRpcParsing(const ly_ctx* ctx);
 /// libnetconf2 parses and calls back in the same thread, one message after the other.
 std::optional<RpcError> takeRpcParseError(const lyd_node* op);
 
+/// The content of an inline <config>, parsed by parseRpcMessage().
+struct ParsedConfig {
+    Tree tree;
+    std::uint64_t parseUs = 0; ///< finding it in the message and parsing it
+};
+
+/// The content of `config` (the <config> anyxml node of the last parse of the calling thread),
+/// if parseRpcMessage() parsed it; taken: asked twice, the second answer is empty.
+std::optional<ParsedConfig> takeParsedConfig(const lyd_node* config);
+
+/// Frees a parsed <config> content nobody took (the handler failed before it needed it).
+void dropParsedConfig();
+
+/// Whether `config` holds the placeholder of a content parsed by parseRpcMessage(): it cannot
+/// be read from the tree, only taken with takeParsedConfig().
+bool isParsedSeparately(const lyd_node* config);
+
 /// What the interposed lyd_parse_op does for an intercepted context (exposed for tests):
-/// libyang's parse, then the checks; on a mapped failure returns LY_SUCCESS with a stand-in
+/// libyang's parse (of an edit's <config> as described above), then the checks; on a mapped failure returns
+/// LY_SUCCESS with a stand-in
 /// `*op` and leaves the error for takeRpcParseError(*op).
 LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op);
 

@@ -76,7 +76,8 @@ private:
     nc_server_reply* opDiscardChanges(Session& s);
     nc_server_reply* opGetSchema(const lyd_node* rpc);
 
-    /// Parses the content of a `config` anyxml as a configuration (strict, no state).
+    /// The content of a `config` anyxml as a configuration (strict, no state): the tree
+    /// parseRpcMessage() parsed with the message, or else parsed from the anyxml's content.
     Tree parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const;
     /// ietf-netconf-monitoring and ietf-yang-library state data.
     Tree stateData() const;

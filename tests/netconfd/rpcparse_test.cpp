@@ -1,11 +1,14 @@
 // The rpc-errors ncstored gives for <rpc> messages libnetconf2 2.0.24 would answer with
 // operation-failed: real messages parsed through the server's context.
+#include "editcontent.hpp"
 #include "models.hpp"
 #include "rpcparse.hpp"
 
 #include "server_context.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 using namespace ncstore::netconfd;
 
@@ -20,7 +23,18 @@ struct Parsed {
     ncstore::Tree envelope;
     ncstore::Tree op;
     std::optional<RpcError> error;
+    const lyd_node* config = nullptr; ///< the operation's inline <config> anyxml
+    std::optional<ParsedConfig> parsedConfig;
 };
+
+const lyd_node* schemaChild(const lyd_node* parent, const char* name) {
+    for (const lyd_node* c = lyd_child(parent); c; c = c->next) {
+        if (c->schema && std::strcmp(c->schema->name, name) == 0) {
+            return c;
+        }
+    }
+    return nullptr;
+}
 
 Parsed parse(const std::string& message) {
     const ly_ctx* ctx = serverContext();
@@ -34,7 +48,17 @@ Parsed parse(const std::string& message) {
     p.envelope.reset(env);
     p.op.reset(op);
     p.error = takeRpcParseError(op);
+    p.config = schemaChild(op, "config") ? schemaChild(op, "config")
+                                         : schemaChild(schemaChild(op, "source"), "config");
+    p.parsedConfig = takeParsedConfig(p.config);
     return p;
+}
+
+/// The XML of a data forest, as the tests compare it.
+std::string xmlOf(const lyd_node* tree) {
+    return tree ? ncstore::print(tree, LYD_XML,
+                                 LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | LYD_PRINT_KEEPEMPTYCONT)
+                : std::string();
 }
 
 std::string rpc(const std::string& body, const std::string& attrs = " message-id=\"1\"") {
@@ -169,4 +193,127 @@ TEST(RpcParse, UnprefixedSchemaFormatIsAccepted) {
     EXPECT_FALSE(p.error);
     ASSERT_TRUE(p.op);
     EXPECT_STREQ(p.op->schema->name, "get-schema");
+}
+
+// ---- the inline <config> of edit-config / copy-config, parsed apart from the message
+
+namespace {
+
+constexpr const char* kIf = "urn:ietf:params:xml:ns:yang:ietf-interfaces";
+
+std::string interfaces(const std::string& body, const std::string& attrs = "") {
+    return std::string("<interfaces xmlns=\"") + kIf + "\"" + attrs + ">" + body + "</interfaces>";
+}
+
+/// What a parse of `content` alone gives, as a handler got it before.
+std::string contentAlone(const std::string& content) {
+    return xmlOf(parseEditContent(serverContext(), content).get());
+}
+
+} // namespace
+
+TEST(RpcParseConfig, EditConfigContentIsParsedTypedWithTheMessage) {
+    // ncclient's form: the nc prefix of nc:operation is declared on <nc:rpc> only.
+    const std::string message = std::string("<nc:rpc xmlns:nc=\"") + kNc +
+                                "\" message-id=\"1\"><nc:edit-config><nc:target><nc:running/></nc:target>"
+                                "<nc:config>" +
+                                interfaces("<interface nc:operation=\"delete\"><name>e</name></interface>") +
+                                "</nc:config></nc:edit-config></nc:rpc>";
+    auto p = parse(message);
+    EXPECT_EQ(p.rc, LY_SUCCESS);
+    EXPECT_FALSE(p.error);
+    ASSERT_TRUE(p.parsedConfig);
+    const lyd_node* tree = p.parsedConfig->tree.get();
+    ASSERT_TRUE(tree && tree->schema);
+    const lyd_node* entry = lyd_child(tree);
+    ASSERT_TRUE(entry && entry->schema);
+    ASSERT_TRUE(entry->meta);
+    EXPECT_STREQ(entry->meta->name, "operation");
+    EXPECT_STREQ(lyd_get_meta_value(entry->meta), "delete");
+    EXPECT_EQ(xmlOf(tree), contentAlone(std::string("<interfaces xmlns=\"") + kIf + "\" xmlns:nc=\"" + kNc +
+                                        "\"><interface nc:operation=\"delete\"><name>e</name></interface>"
+                                        "</interfaces>"));
+    // The message's own <config> holds only the placeholder, and the content is taken once.
+    EXPECT_TRUE(isParsedSeparately(p.config));
+    EXPECT_FALSE(takeParsedConfig(p.config));
+}
+
+TEST(RpcParseConfig, ValuelessLeafToDeleteIsKeptOpaque) {
+    const std::string content = interfaces(std::string("<interface xmlns:nc=\"") + kNc +
+                                           "\"><name>e</name><enabled nc:operation=\"remove\"/></interface>");
+    auto p = parse(edit("", content));
+    EXPECT_FALSE(p.error);
+    ASSERT_TRUE(p.parsedConfig);
+    EXPECT_EQ(xmlOf(p.parsedConfig->tree.get()), contentAlone(content));
+    const lyd_node* enabled = lyd_child(lyd_child(p.parsedConfig->tree.get()))->next;
+    ASSERT_TRUE(enabled);
+    EXPECT_FALSE(enabled->schema);
+}
+
+TEST(RpcParseConfig, CopyConfigSourceConfig) {
+    const std::string content =
+        interfaces("<interface><name>e</name><description>d</description></interface>");
+    auto p = parse(rpc("<copy-config><target><candidate/></target><source><config>" + content +
+                       "</config></source></copy-config>"));
+    EXPECT_FALSE(p.error);
+    ASSERT_TRUE(p.parsedConfig);
+    EXPECT_EQ(xmlOf(p.parsedConfig->tree.get()), contentAlone(content));
+    EXPECT_TRUE(isParsedSeparately(p.config));
+}
+
+TEST(RpcParseConfig, BadContentIsLeftInTheMessageForTheHandler) {
+    // The handler parses it from the message and reports its error as it always did.
+    auto p = parse(edit("", interfaces("<interface><name>e</name><enabled>maybe</enabled></interface>")));
+    EXPECT_EQ(p.rc, LY_SUCCESS);
+    EXPECT_FALSE(p.error);
+    EXPECT_FALSE(p.parsedConfig);
+    ASSERT_TRUE(p.config);
+    EXPECT_FALSE(isParsedSeparately(p.config));
+    EXPECT_TRUE(reinterpret_cast<const lyd_node_any*>(p.config)->value.tree);
+}
+
+TEST(RpcParseConfig, ErrorsOutsideTheContentAreUnchanged) {
+    const std::string content = interfaces("<interface><name>e</name></interface>");
+    auto p =
+        parse(rpc("<edit-config><target><nowhere/></target><config>" + content + "</config></edit-config>"));
+    ASSERT_TRUE(p.error);
+    EXPECT_EQ(p.error->tag, "unknown-element");
+    EXPECT_EQ(p.error->badElement, "nowhere");
+    EXPECT_FALSE(p.parsedConfig);
+
+    p = parse(
+        rpc("<edit-config><target><running/></target><config>" + content + "</config></edit-config>", ""));
+    ASSERT_TRUE(p.error);
+    EXPECT_EQ(p.error->tag, "missing-attribute");
+    EXPECT_EQ(p.error->badAttribute, "message-id");
+}
+
+TEST(RpcParseConfig, EmptyConfigAndOtherOperationsAreParsedAsBefore) {
+    auto p = parse(edit(""));
+    EXPECT_FALSE(p.error);
+    EXPECT_FALSE(p.parsedConfig);
+    ASSERT_TRUE(p.config);
+    EXPECT_FALSE(isParsedSeparately(p.config));
+
+    // A <config> inside validate's source is the handler's to parse.
+    p = parse(rpc("<validate><source><config>" + interfaces("") + "</config></source></validate>"));
+    EXPECT_FALSE(p.error);
+    EXPECT_FALSE(p.parsedConfig);
+    EXPECT_FALSE(isParsedSeparately(p.config));
+}
+
+TEST(RpcParseConfig, ContentNobodyTookIsDropped) {
+    // As after a handler that failed before it needed the content (dispatch() drops it).
+    ly_in* rawIn = nullptr;
+    const std::string message = edit("", interfaces("<interface><name>e</name></interface>"));
+    ASSERT_EQ(ly_in_new_memory(message.c_str(), &rawIn), LY_SUCCESS);
+    std::unique_ptr<ly_in, void (*)(ly_in*)> in{rawIn, [](ly_in* i) { ly_in_free(i, 0); }};
+    lyd_node* env = nullptr;
+    lyd_node* op = nullptr;
+    ASSERT_EQ(parseRpcMessage(serverContext(), in.get(), &env, &op), LY_SUCCESS);
+    const ncstore::Tree envelope{env};
+    const ncstore::Tree operation{op};
+    ASSERT_TRUE(isParsedSeparately(schemaChild(op, "config")));
+    dropParsedConfig();
+    EXPECT_FALSE(takeParsedConfig(schemaChild(op, "config")));
 }
