@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncserver import config, iface, interfaces, all_config
+from ncserver import NC, IF, IANA, config, iface, interfaces, all_config
 
 
 def test_restart_keeps_running_startup(server):
@@ -112,3 +112,65 @@ def test_sigterm_with_open_sessions(server):
     for s in (a, b):
         with pytest.raises(Exception):
             s.get_config(source="running")
+
+
+def test_edits_with_the_nc_prefix_declared_on_rpc_only(server):
+    """ncclient's envelope: xmlns:nc on <nc:rpc>, and <config> content whose nc:operation uses
+    that declaration. ncstored parses such content apart from the message (rpcparse.hpp): the
+    declaration must reach it, and what the edits do must be acknowledged and kept."""
+    def rpc(message_id, op, body):
+        return ('<nc:rpc xmlns:nc="%s" xmlns:ianaift="%s" message-id="%s"><nc:%s>%s</nc:%s></nc:rpc>'
+                % (NC, IANA, message_id, op, body, op))
+
+    entry = ('<interface nc:operation="%s"><name>%s</name><type>ianaift:ethernetCsmacd</type>%s'
+             '</interface>')
+    raw = server.raw()
+    try:
+        raw.send(rpc(1, "edit-config", '<nc:target><nc:running/></nc:target><nc:config>'
+                     '<interfaces xmlns="%s">%s%s</interfaces></nc:config>'
+                     % (IF, entry % ("create", "p0", "<description>prefix on rpc</description>"),
+                        entry % ("merge", "p1", "<enabled>false</enabled>"))))
+        reply = raw.read()
+        assert "<ok/>" in reply, reply
+        # A valueless leaf to delete, the operation's prefix again declared on <rpc> only.
+        raw.send(rpc(2, "edit-config", '<nc:target><nc:running/></nc:target><nc:config>'
+                     '<interfaces xmlns="%s"><interface><name>p1</name><enabled nc:operation="delete"/>'
+                     '</interface></interfaces></nc:config>' % IF))
+        reply = raw.read()
+        assert "<ok/>" in reply, reply
+        # copy-config's inline <config>, its identity's prefix declared on <rpc> only.
+        raw.send(rpc(3, "copy-config", '<nc:target><nc:startup/></nc:target><nc:source><nc:config>'
+                     '<interfaces xmlns="%s"><interface><name>p2</name>'
+                     '<type>ianaift:softwareLoopback</type></interface></interfaces></nc:config>'
+                     '</nc:source>' % IF))
+        reply = raw.read()
+        assert "<ok/>" in reply, reply
+        # A bad value still gets the error it always got, with its path.
+        raw.send(rpc(4, "edit-config", '<nc:target><nc:running/></nc:target><nc:config>'
+                     '<interfaces xmlns="%s">%s</interfaces></nc:config>'
+                     % (IF, entry % ("merge", "p0", "<enabled>maybe</enabled>"))))
+        reply = raw.read()
+        assert "<error-tag>invalid-value</error-tag>" in reply, reply
+        assert "enabled" in reply, reply
+    finally:
+        raw.close()
+
+    def check(m):
+        got = interfaces(m)
+        assert got["p0"]["description"] == "prefix on rpc"
+        assert got["p0"].get("enabled") != "maybe"
+        assert "p1" in got and "enabled" not in got["p1"]
+        assert interfaces(m, "startup") == {"p2": {"name": "p2", "type": "softwareLoopback"}}
+
+    m = server.connect()
+    try:
+        check(m)
+    finally:
+        m.close_session()
+    server.kill()
+    server.start()
+    m = server.connect()
+    try:
+        check(m)
+    finally:
+        m.close_session()
