@@ -171,21 +171,10 @@ Content scanContent(std::string_view s, std::size_t pos, bool wantChildren) {
         if (depth == 0 && !allSpace(s.substr(pos, lt - pos))) {
             c.onlyElements = false;
         }
+        // Dispatched on the character after '<': most are tags, and this runs over megabytes.
         std::size_t next = npos;
-        if (s.compare(lt, 4, "<!--") == 0) {
-            const auto end = s.find("-->", lt + 4);
-            next = end == npos ? npos : end + 3;
-        } else if (s.compare(lt, 9, "<![CDATA[") == 0) {
-            c.onlyElements = c.onlyElements && depth > 0;
-            const auto end = s.find("]]>", lt + 9);
-            next = end == npos ? npos : end + 3;
-        } else if (s[lt + 1] == '!') {
-            return {}; // a DOCTYPE or the like: not ours to interpret
-        } else if (s[lt + 1] == '?') {
-            c.onlyElements = c.onlyElements && depth > 0;
-            const auto end = s.find("?>", lt + 2);
-            next = end == npos ? npos : end + 2;
-        } else if (s[lt + 1] == '/') {
+        const char kind = s[lt + 1];
+        if (kind == '/') {
             if (depth == 0) {
                 c.end = lt;
                 return c;
@@ -193,6 +182,21 @@ Content scanContent(std::string_view s, std::size_t pos, bool wantChildren) {
             --depth;
             const auto gt = s.find('>', lt);
             next = gt == npos ? npos : gt + 1;
+        } else if (kind == '!') {
+            if (s.compare(lt, 4, "<!--") == 0) {
+                const auto end = s.find("-->", lt + 4);
+                next = end == npos ? npos : end + 3;
+            } else if (s.compare(lt, 9, "<![CDATA[") == 0) {
+                c.onlyElements = c.onlyElements && depth > 0;
+                const auto end = s.find("]]>", lt + 9);
+                next = end == npos ? npos : end + 3;
+            } else {
+                return {}; // a DOCTYPE or the like: not ours to interpret
+            }
+        } else if (kind == '?') {
+            c.onlyElements = c.onlyElements && depth > 0;
+            const auto end = s.find("?>", lt + 2);
+            next = end == npos ? npos : end + 2;
         } else {
             if (depth == 0 && wantChildren) {
                 c.children.push_back(lt);
