@@ -55,8 +55,11 @@ thread_local PendingConfig pendingConfig;
 /// instead of seeing an empty <config> (which, with default-operation replace, empties a
 /// datastore).
 constexpr std::string_view kPlaceholderNs = "urn:ncstore:internal:config-parsed-separately";
-constexpr std::string_view kPlaceholder =
-    "<parsed-separately xmlns=\"urn:ncstore:internal:config-parsed-separately\"/>";
+
+const std::string& placeholder() {
+    static const std::string element = "<parsed-separately xmlns=\"" + std::string(kPlaceholderNs) + "\"/>";
+    return element;
+}
 
 struct InputDeleter {
     void operator()(ly_in* in) const noexcept { ly_in_free(in, 0); }
@@ -95,7 +98,7 @@ bool parseWithConfigApart(const ly_ctx* ctx, std::string_view text, lyd_node** e
     if (!found) {
         return false;
     }
-    const std::string rest = replaceContent(text, *found, kPlaceholder);
+    const std::string rest = replaceContent(text, *found, placeholder());
     ly_in* rawIn = nullptr;
     if (ly_in_new_memory(rest.c_str(), &rawIn) != LY_SUCCESS) {
         return false;

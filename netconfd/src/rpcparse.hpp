@@ -75,9 +75,9 @@ void dropParsedConfig();
 bool isParsedSeparately(const lyd_node* config);
 
 /// What the interposed lyd_parse_op does for an intercepted context (exposed for tests):
-/// libyang's parse (of an edit's <config> as described above), then the checks; on a mapped failure returns
-/// LY_SUCCESS with a stand-in
-/// `*op` and leaves the error for takeRpcParseError(*op).
+/// libyang's parse (an edit's <config> content apart, as described above), then the checks; on
+/// a mapped failure returns LY_SUCCESS with a stand-in `*op` and leaves the error for
+/// takeRpcParseError(*op).
 LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op);
 
 } // namespace ncstore::netconfd

@@ -158,7 +158,6 @@ def test_edits_with_the_nc_prefix_declared_on_rpc_only(server):
     def check(m):
         got = interfaces(m)
         assert got["p0"]["description"] == "prefix on rpc"
-        assert got["p0"].get("enabled") != "maybe"
         assert "p1" in got and "enabled" not in got["p1"]
         assert interfaces(m, "startup") == {"p2": {"name": "p2", "type": "softwareLoopback"}}
 
