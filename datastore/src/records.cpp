@@ -24,10 +24,19 @@ lyd_node* copyShell(const lyd_node* src, lyd_node* dstParent) {
                        &copy) != LY_SUCCESS) {
         throw YangError("cannot copy record shell", LYD_CTX(src));
     }
-    if (container) {
-        for (const lyd_node* child = lyd_child(src); child; child = child->next) {
-            if (!isSystemOrderedListEntry(child) && !(child->flags & LYD_DEFAULT)) {
-                copyShell(child, copy);
+    if (container && lyd_child(src)) {
+        // By schema node, not by data child: a device container holds thousands of split entries
+        // (connections, interfaces) that the shell skips; their instances are found by hash.
+        const lysc_node* schema = nullptr;
+        while ((schema = lys_getnext(schema, src->schema, nullptr, 0))) {
+            if (schema->nodetype == LYS_LIST && !(schema->flags & LYS_ORDBY_USER)) {
+                continue;
+            }
+            lyd_node* child = nullptr;
+            LYD_LIST_FOR_INST(lyd_child(src), schema, child) {
+                if (!(child->flags & LYD_DEFAULT)) {
+                    copyShell(child, copy);
+                }
             }
         }
     }
