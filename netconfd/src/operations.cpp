@@ -7,9 +7,7 @@
 
 #include "ncstore/log.hpp"
 
-#if NCSTORE_HAVE_FILTER
 #include "filter.hpp"
-#endif
 
 #include <nc_server.h>
 
@@ -115,14 +113,8 @@ std::string filteredXml(const lyd_node* data, const lyd_node* filterNode, std::u
     if (!filterNode) {
         return print(data, LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd);
     }
-#if NCSTORE_HAVE_FILTER
-    const Tree selected = filter::apply(data, filterNode);
-    return selected ? print(selected.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd)
-                    : std::string();
-#else
-    // FILTER-SWITCH: the filter library (netconfd/filter) has no sources yet; return all data.
-    return print(data, LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd);
-#endif
+    // Printed straight from the data: no copy of what the filter selects (filter.hpp).
+    return filter::applyXml(data, filterNode, wd);
 }
 
 /// An RPC reply carrying `xml` in the output anyxml `data` of `rpc`.
@@ -256,11 +248,9 @@ nc_server_reply* Server::dispatch(lyd_node* rpc, nc_session* ncs) {
         fail(e);
     } catch (const ds::Error& e) {
         fail(fromDatastore(e));
-#if NCSTORE_HAVE_FILTER
     } catch (const filter::Error& e) {
         fail(RpcError("invalid-value", ErrorType::Protocol, std::string("invalid filter: ") + e.what())
                  .withBadElement("filter"));
-#endif
     } catch (const std::exception& e) {
         NCS_LOG(error) << "session " << s.id << " " << op << ": " << e.what();
         fail(RpcError("operation-failed", ErrorType::Application, e.what()));
