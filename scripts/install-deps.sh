@@ -9,7 +9,7 @@ packages=(
     libsqlite3-dev sqlite3 libsqlitecpp-dev
     libboost-log-dev libboost-program-options-dev libboost-system-dev
     libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
-    python3 python3-ncclient python3-matplotlib python3-pytest libyuma-base yangcli
+    python3 python3-ncclient python3-paramiko python3-matplotlib python3-pytest libyuma-base yangcli
     openssh-client procps
     lintian rpm fakeroot dpkg-dev
 )

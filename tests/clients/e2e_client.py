@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """End-to-end: a real ncstored on a free loopback port with a temporary data dir; ncstore-client
 edit-configs an ietf-interfaces entry over SSH, reads it back with get-config, gets the rpc-error
-(and a non-zero exit) for a duplicate create; --timed stats mode works.
+(and a non-zero exit) for a duplicate create; --timed stats mode works; --each-line sends one
+request per line; clients/python/ncraw.py times a get-config without parsing it and reports
+rpc-errors.
 
 usage: e2e_client.py NCSTORED NCSTORE_CLIENT
 """
+import json
 import subprocess
 import sys
 import tempfile
@@ -55,6 +58,27 @@ def main():
             assert "data-exists" in err, err
             out = run("--sessions", "2", "--repeat", "5", "get-config", "--source", "running").stdout
             assert "count: 10" in out and "errors: 0" in out, out
+
+            lines = tmp / "lines.xml"
+            lines.write_text("\n".join(edit.read_text().replace("e2e0", f"e2e{i}") for i in (1, 2)) + "\n")
+            out = run("--each-line", "edit-config", "--target", "running", "--config", str(lines)).stdout
+            assert "count: 2" in out and "errors: 0" in out, out
+            out = run("get-config", "--source", "running").stdout
+            assert "<name>e2e1</name>" in out and "<name>e2e2</name>" in out, out
+
+            raw = [sys.executable, str(Path(__file__).resolve().parents[2] / "clients" / "python" / "ncraw.py"),
+                   "--port", port_file.read_text().strip(), "--user", "tester", "--password", "secret",
+                   "get-config", "-r", "2", "--filter"]
+            flt = tmp / "filter.xml"
+            flt.write_text(f'<filter xmlns="{NC}" type="subtree"><interfaces xmlns="{IF}"/></filter>')
+            p = subprocess.run(raw + [str(flt)], capture_output=True, text=True, timeout=120)
+            res = json.loads(p.stdout.strip().splitlines()[-1])
+            assert p.returncode == 0 and res["errors"] == 0 and res["runs"] == 2, (p.stdout, p.stderr)
+            assert res["reply_bytes"] > 3 * len("<name>e2e0</name>"), res
+            flt.write_text(f'<filter xmlns="{NC}" type="xpath" select="/nope:x"/>')
+            p = subprocess.run(raw + [str(flt)], capture_output=True, text=True, timeout=120)
+            res = json.loads(p.stdout.strip().splitlines()[-1])
+            assert res["errors"] == 2 and "invalid-value" in p.stderr, (p.stdout, p.stderr)
         finally:
             server.terminate()
             server.wait(timeout=60)
