@@ -106,7 +106,7 @@ public:
         const lyd_node* root = detail::recordRoot(node);
         if (node->schema && node->schema->nodetype == LYS_LEAF) {
             // A value change: a small patch row instead of rewriting the record.
-            patches_.emplace_back(pathOf(root), pathOf(node));
+            patches_.push_back({pathOf(root), pathOf(node), node});
         } else {
             touch(root);
         }
@@ -227,13 +227,16 @@ public:
         }
         std::unordered_set<std::string> patched;
         for (auto it = patches_.rbegin(); it != patches_.rend(); ++it) {
-            const auto& [record, leaf] = *it;
-            lyd_node* found = nullptr;
-            if (seen_.count(record) || !patched.insert(leaf).second || !tree ||
-                lyd_find_path(tree, leaf.c_str(), 0, &found) != LY_SUCCESS || !found) {
-                continue; // the record is rewritten anyway, or the leaf is gone with its record
+            if (seen_.count(it->record) || !patched.insert(it->leaf).second) {
+                continue; // the record is rewritten anyway, or a later change of the leaf wins
             }
-            cs.ops.push_back({RecordOp::Kind::Patch, leaf, {}, lyd_get_value(found)});
+            lyd_node* found = pointersValid_ ? const_cast<lyd_node*>(it->node) : nullptr;
+            if (!found && (!tree || lyd_find_path(tree, it->leaf.c_str(), 0, &found) != LY_SUCCESS)) {
+                found = nullptr;
+            }
+            if (found) { // else the leaf is gone with its record
+                cs.ops.push_back({RecordOp::Kind::Patch, it->leaf, {}, lyd_get_value(found)});
+            }
         }
         const lyd_node* lastParent = nullptr;
         std::string lastParentPath;
@@ -289,7 +292,12 @@ private:
     std::unordered_set<const lyd_node*> localSeen_;
     std::vector<std::pair<const lysc_node*, std::string>> deletedReferenced_;
     std::vector<std::string> rangeDeletes_;
-    std::vector<std::pair<std::string, std::string>> patches_; // (record path, leaf path)
+    struct Patch {
+        std::string record;
+        std::string leaf;
+        const lyd_node* node; // the leaf, while pointersValid_
+    };
+    std::vector<Patch> patches_;
     std::vector<std::string> touched_;
     std::vector<const lyd_node*> touchedNodes_; // same order
     std::unordered_set<std::string> seen_;
