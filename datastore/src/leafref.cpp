@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,26 +99,9 @@ private:
             return false;
         }
         space();
-        if (!name(pred.key)) {
+        if (!name(pred.key) || !takeAll({"=", "current", "(", ")"})) {
             return false;
         }
-        space();
-        if (!take("=")) {
-            return false;
-        }
-        space();
-        if (!take("current")) {
-            return false;
-        }
-        space();
-        if (!take("(")) {
-            return false;
-        }
-        space();
-        if (!take(")")) {
-            return false;
-        }
-        space();
         while (take("/")) {
             space();
             if (take("..")) {
@@ -163,6 +147,18 @@ private:
         }
         out.assign(s_.substr(start, pos_ - start));
         return pos_ > start;
+    }
+
+    /// Each of `tokens` in turn, spaces allowed around them.
+    bool takeAll(std::initializer_list<std::string_view> tokens) {
+        for (std::string_view t : tokens) {
+            space();
+            if (!take(t)) {
+                return false;
+            }
+        }
+        space();
+        return true;
     }
 
     void space() {
