@@ -266,4 +266,44 @@ TEST_F(OpenRoadmTest, LocallyValidatedEditsStillRefuseDanglingReferences) {
     EXPECT_FALSE(ok.wholeTreeValidation);
 }
 
+TEST_F(OpenRoadmTest, CandidateServiceEditsAreCheckedAgainstTheCandidateAndCommitted) {
+    auto s = open();
+    edit(*s, base_);
+    Tree services = test::parseEdit(ctx_.get(), services_);
+    const WriteTiming t = s->edit(Datastore::Candidate, services.get());
+    EXPECT_FALSE(t.wholeTreeValidation);
+    // The references resolve in the candidate: an interface created there can be used there.
+    Tree use = test::parseEdit(
+        ctx_.get(),
+        deviceXml("<interface nc:operation=\"create\"><name>c1</name>"
+                  "<type>if:networkMediaChannelConnectionTerminationPoint</type>"
+                  "<supporting-circuit-pack-name>3/0</supporting-circuit-pack-name>"
+                  "<supporting-port>PP1</supporting-port></interface>"
+                  "<roadm-connections nc:operation=\"create\"><connection-name>cx</connection-name>"
+                  "<source><src-if>c1</src-if></source><destination><dst-if>c1</dst-if></destination>"
+                  "</roadm-connections>"));
+    s->edit(Datastore::Candidate, use.get());
+    Tree dangling = test::parseEdit(
+        ctx_.get(),
+        deviceXml("<roadm-connections nc:operation=\"create\"><connection-name>cy</connection-name>"
+                  "<source><src-if>not-in-candidate</src-if></source>"
+                  "<destination><dst-if>c1</dst-if></destination></roadm-connections>"));
+    try {
+        s->edit(Datastore::Candidate, dangling.get());
+        ADD_FAILURE() << "a connection to a missing interface was accepted in candidate";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.tag(), ErrorTag::DataMissing) << e.what();
+        EXPECT_NE(e.path().find("src-if"), std::string::npos) << e.path();
+    }
+    const std::string running = dump(*s);
+    EXPECT_EQ(running.find("<connection-name>cx</connection-name>"), std::string::npos);
+    s->commit();
+    const std::string committed = dump(*s);
+    EXPECT_NE(committed.find("<connection-name>cx</connection-name>"), std::string::npos);
+    EXPECT_EQ(committed.find("<connection-name>cy</connection-name>"), std::string::npos);
+    s.reset();
+    s = open();
+    EXPECT_EQ(dump(*s), committed);
+}
+
 } // namespace
