@@ -259,8 +259,15 @@ private:
     void planLocal(const lyd_node* root) {
         if (!isLocal(root)) {
             needFullValidation_ = true;
-        } else if (!needFullValidation_ && localSeen_.insert(root).second) {
-            localChecks_.push_back(pathOf(root));
+            return;
+        }
+        // Once a node was deleted, a new record may sit at a freed address: dedupe by path.
+        if (needFullValidation_ || (pointersValid_ && !localSeen_.insert(root).second)) {
+            return;
+        }
+        std::string path = pathOf(root);
+        if (localPathsSeen_.insert(path).second) {
+            localChecks_.push_back(std::move(path));
             localNodes_.push_back(root);
         }
     }
@@ -288,8 +295,9 @@ private:
     // While no node was deleted, the nodes recorded below are alive: no lookups by path needed.
     bool pointersValid_ = true;
     std::vector<std::string> localChecks_;
-    std::vector<const lyd_node*> localNodes_; // same order
-    std::unordered_set<const lyd_node*> localSeen_;
+    std::vector<const lyd_node*> localNodes_;       // same order
+    std::unordered_set<const lyd_node*> localSeen_; // while pointersValid_
+    std::unordered_set<std::string> localPathsSeen_;
     std::vector<std::pair<const lysc_node*, std::string>> deletedReferenced_;
     std::vector<std::string> rangeDeletes_;
     struct Patch {
