@@ -99,6 +99,7 @@ def count_json(node):
 
 
 def count_xml(elem):
+    """(containers + list entries, leaves) of a subtree, the element included."""
     kids = list(elem)
     if not kids:
         return 0, 1

@@ -16,6 +16,7 @@ from ncclient.operations.rpc import RPCError
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_official_models as base  # noqa: E402
+from check_models import count_xml as counts  # noqa: E402
 
 INV = "urn:ncstore:yang:openroadm-inventory"
 IFNS = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
@@ -29,18 +30,6 @@ def q(path, ns=INV):
 
 def dev_id(i):
     return "C201-7-1A-%d" % i
-
-
-def counts(elem):
-    """(containers + list entries, leaves) of a subtree, the element included."""
-    kids = list(elem)
-    if not kids:
-        return 0, 1
-    inner, leaves = 1, 0
-    for k in kids:
-        i, l = counts(k)
-        inner, leaves = inner + i, leaves + l
-    return inner, leaves
 
 
 class Scenarios(base.ServerCase):
