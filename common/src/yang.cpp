@@ -37,6 +37,21 @@ std::string pathOf(const lyd_node* node) {
     return p.get();
 }
 
+bool appendKeyPredicate(std::string& out, std::string_view key, std::string_view value) {
+    const char quote = value.find('\'') == std::string_view::npos ? '\'' : '"';
+    if (quote == '"' && value.find('"') != std::string_view::npos) {
+        return false;
+    }
+    out += '[';
+    out += key;
+    out += '=';
+    out += quote;
+    out += value;
+    out += quote;
+    out += ']';
+    return true;
+}
+
 namespace {
 std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options, bool siblings) {
     char* out = nullptr;

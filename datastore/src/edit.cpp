@@ -354,14 +354,9 @@ std::optional<std::string> normalizeKeyPredicate(std::string_view in) {
         }
         ++i;
         skipWs();
-        char q = value.find('\'') == std::string_view::npos ? '\'' : '"';
-        out += '[';
-        out += name;
-        out += '=';
-        out += q;
-        out += value;
-        out += q;
-        out += ']';
+        if (!appendKeyPredicate(out, name, value)) {
+            return std::nullopt;
+        }
     }
     return out;
 }

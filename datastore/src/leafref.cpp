@@ -344,22 +344,6 @@ std::optional<Plan> makePlan(const lysc_node* leaf, const lysc_type_leafref* lre
 
 // ---- the plan against data ------------------------------------------------------------------
 
-/// "[name='value']" for lyd_find_sibling_val; false when the value holds both quote characters.
-bool appendKey(std::string& out, const lysc_node* key, const char* value) {
-    const char quote = std::strchr(value, '\'') ? '"' : '\'';
-    if (quote == '"' && std::strchr(value, '"')) {
-        return false;
-    }
-    out += '[';
-    out += key->name;
-    out += '=';
-    out += quote;
-    out += value;
-    out += quote;
-    out += ']';
-    return true;
-}
-
 const lyd_node* childData(const lyd_node* parent, const lysc_node* schema) {
     lyd_node* found = nullptr;
     if (lyd_find_sibling_val(lyd_child(parent), schema, nullptr, 0, &found) != LY_SUCCESS) {
@@ -444,14 +428,14 @@ bool resolve(const Plan& plan, const lyd_node* ctxNode, const lyd_node* tree, co
                     predicate.clear();
                     bool ok = true;
                     if (byValue) {
-                        ok = appendKey(predicate, plan.steps.back().schema, value);
+                        ok = appendKeyPredicate(predicate, plan.steps.back().schema->name, value);
                     } else {
                         // lyd_find_sibling_val wants the keys in schema order.
                         for (const lysc_node* k = lysc_node_child(step.schema);
                              ok && k && (k->flags & LYS_KEY); k = k->next) {
                             for (std::size_t j = 0; j < step.predicates.size(); ++j) {
                                 if (step.predicates[j].key == k) {
-                                    ok = appendKey(predicate, k, values[j]);
+                                    ok = appendKeyPredicate(predicate, k->name, values[j]);
                                 }
                             }
                         }

@@ -460,17 +460,9 @@ private:
             if (!value) {
                 return std::nullopt;
             }
-            char quote = value->find('\'') == std::string::npos ? '\'' : '"';
-            if (quote == '"' && value->find('"') != std::string::npos) {
+            if (!appendKeyPredicate(pred, key->name, *value)) {
                 return std::nullopt;
             }
-            pred += '[';
-            pred += key->name;
-            pred += '=';
-            pred += quote;
-            pred += *value;
-            pred += quote;
-            pred += ']';
         }
         return pred.empty() ? std::nullopt : std::optional<std::string>(std::move(pred));
     }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ncstore {
@@ -55,6 +56,11 @@ std::string lastErrorPath(const ly_ctx* ctx);
 
 /// Data path of `node` (LYD_PATH_STD), e.g. /ietf-interfaces:interfaces/interface[name='eth0'].
 std::string pathOf(const lyd_node* node);
+
+/// Appends "[key='value']", a key predicate as lyd_find_sibling_val and lyd_find_path take it:
+/// single quotes unless the value holds one. False, `out` unchanged, when the value holds both
+/// quote characters (an XPath 1.0 literal cannot).
+bool appendKeyPredicate(std::string& out, std::string_view key, std::string_view value);
 
 /// Prints a forest (all siblings) in `format`; `options` are LYD_PRINT_* flags.
 std::string print(const lyd_node* tree, LYD_FORMAT format, uint32_t options);
