@@ -37,6 +37,15 @@ std::string pathOf(const lyd_node* node) {
     return p.get();
 }
 
+bool schemaWithin(const lysc_node* node, const lysc_node* ancestor) {
+    for (const lysc_node* n = node; n; n = n->parent) {
+        if (n == ancestor) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool appendKeyPredicate(std::string& out, std::string_view key, std::string_view value) {
     const char quote = value.find('\'') == std::string_view::npos ? '\'' : '"';
     if (quote == '"' && value.find('"') != std::string_view::npos) {

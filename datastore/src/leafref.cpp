@@ -497,15 +497,6 @@ bool resolve(const Plan& plan, const lyd_node* ctxNode, const lyd_node* tree, co
 
 thread_local const lyd_node* tlsAbsoluteRoot = nullptr;
 
-bool isInsideOrSelf(const lysc_node* node, const lysc_node* root) {
-    for (const lysc_node* n = node; n; n = n->parent) {
-        if (n == root) {
-            return true;
-        }
-    }
-    return false;
-}
-
 struct PairHash {
     std::size_t operator()(const std::pair<const void*, const void*>& p) const {
         return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
@@ -591,7 +582,7 @@ private:
         }
         for (const Step& step : it->second.steps) {
             for (const Predicate& pred : step.predicates) {
-                if (!isInsideOrSelf(upFrom(leaf, pred.ups), entry)) {
+                if (!schemaWithin(upFrom(leaf, pred.ups), entry)) {
                     return false;
                 }
             }

@@ -10,15 +10,6 @@ namespace ncstore::ds::detail {
 
 namespace {
 
-bool isInsideOrSelf(const lysc_node* node, const lysc_node* root) {
-    for (const lysc_node* n = node; n; n = n->parent) {
-        if (n == root) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /// The list whose entries are records holding `node` (records.hpp's cutting rule, on the
 /// schema): the topmost list, when it is ordered-by-system and only containers are above it.
 const lysc_node* recordListOf(const lysc_node* node) {
@@ -94,7 +85,7 @@ ValidationPlanner::ValidationPlanner(const ly_ctx* ctx, const LeafrefAccelerator
     }
     for (const Ref& ref : refs_) {
         referenced_.insert(ref.atom);
-        if (ref.kind == Kind::Leafref && ref.atom && !isInsideOrSelf(ref.owner, recordSchemaOf(ref.atom))) {
+        if (ref.kind == Kind::Leafref && ref.atom && !schemaWithin(ref.owner, recordSchemaOf(ref.atom))) {
             auto& owners = referrers_[ref.atom];
             if (std::find(owners.begin(), owners.end(), ref.owner) == owners.end()) {
                 owners.push_back(ref.owner);
@@ -233,8 +224,8 @@ bool ValidationPlanner::refIsLocalTo(const Ref& ref, const lysc_node* list, bool
     if (!ref.atom) {
         return false; // unknown reach
     }
-    const bool ownerInside = isInsideOrSelf(ref.owner, list);
-    const bool atomInside = isInsideOrSelf(ref.atom, list);
+    const bool ownerInside = schemaWithin(ref.owner, list);
+    const bool atomInside = schemaWithin(ref.atom, list);
     if (ownerInside == atomInside) {
         return true;
     }
@@ -260,7 +251,7 @@ const ValidationPlanner::Locality& ValidationPlanner::locality(const lysc_node* 
                         !LY_ARRAY_COUNT(l->uniques),
                     false, false};
     for (const lysc_node* n : withWhen_) {
-        result.hasWhen = result.hasWhen || isInsideOrSelf(n, list);
+        result.hasWhen = result.hasWhen || schemaWithin(n, list);
     }
     if (!result.local) {
         NCS_LOG(debug) << "datastore: entries of " << list->name

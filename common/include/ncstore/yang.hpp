@@ -57,6 +57,9 @@ std::string lastErrorPath(const ly_ctx* ctx);
 /// Data path of `node` (LYD_PATH_STD), e.g. /ietf-interfaces:interfaces/interface[name='eth0'].
 std::string pathOf(const lyd_node* node);
 
+/// Whether the schema node `node` is `ancestor` or lies below it.
+bool schemaWithin(const lysc_node* node, const lysc_node* ancestor);
+
 /// Appends "[key='value']", a key predicate as lyd_find_sibling_val and lyd_find_path take it:
 /// single quotes unless the value holds one. False, `out` unchanged, when the value holds both
 /// quote characters (an XPath 1.0 literal cannot).
