@@ -39,7 +39,7 @@ using Set = std::unique_ptr<ly_set, LySetDeleter>;
 struct CFreeDeleter {
     void operator()(void* p) const noexcept;
 };
-/// Owns a malloc'ed C string returned by libyang/libnetconf2 (lyd_path, lyd_print_mem, ...).
+/// Owns a malloc'ed C string returned by a C library (lyd_path, lyd_print_mem, ...).
 using CString = std::unique_ptr<char, CFreeDeleter>;
 
 /// A libyang failure with the context's last error message appended.
