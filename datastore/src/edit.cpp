@@ -152,6 +152,27 @@ lyd_node* mustFind(lyd_node* forest, const std::string& path) {
     return node;
 }
 
+/// The parent a deleted subtree goes back under. Validation may have dropped it meanwhile
+/// without a trace in its diff (an emptied non-presence container of a case, found by
+/// tests/fuzz/fuzz_edit): then it is made again, empty, as it was before validation.
+lyd_node* parentToRestore(lyd_node** forest, const std::string& path, const ly_ctx* ctx) {
+    if (lyd_node* parent = findPath(*forest, path)) {
+        return parent;
+    }
+    lyd_node* top = nullptr;
+    lyd_node* parent = nullptr;
+    const LY_ERR rc =
+        lyd_new_path2(*forest, ctx, path.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0, &top, &parent);
+    if (rc != LY_SUCCESS || !parent) {
+        throw Error(ErrorTag::OperationFailed, "undo: cannot restore " + path + ": " + lastError(ctx), path);
+    }
+    if (!*forest) {
+        *forest = top;
+    }
+    fixFirst(forest);
+    return parent;
+}
+
 /// Puts the linked user-ordered `node` right after the instance at `anchorPath` ("" = first).
 void restorePosition(lyd_node** forest, lyd_node* node, const std::string& anchorPath) {
     lyd_node* anchor = anchorPath.empty() ? nullptr : mustFind(*forest, anchorPath);
@@ -179,8 +200,10 @@ bool isSystemOrderedInstance(const lyd_node* node) {
 /// large deletion (say a replace that dropped 10k interfaces) is rolled back.
 void restoreSystemOrderedRun(lyd_node** forest, const std::string& parentPath,
                              std::vector<std::unique_ptr<UndoLog::Entry>>& run) {
-    lyd_node* parent = parentPath.empty() ? nullptr : mustFind(*forest, parentPath);
     const lysc_node* schema = run.front()->subtree->schema;
+    lyd_node* parent = parentPath.empty()
+                           ? nullptr
+                           : parentToRestore(forest, parentPath, LYD_CTX(run.front()->subtree.get()));
     std::list<lyd_node*> wanted;
     std::unordered_map<const lyd_node*, std::list<lyd_node*>::iterator> where;
     for (lyd_node* i = firstInstance(siblingsOf(parent, *forest), schema); i && i->schema == schema;
@@ -785,7 +808,7 @@ private:
         }
         entry->path = pathOf(node);
         undo_.push(std::move(entry));
-        observer_.modified(node);
+        observer_.moved(node);
     }
 
     void setValue(lyd_node* cur, const lyd_node* e) {
@@ -803,8 +826,9 @@ private:
                  pathOf(e));
         }
         entry->path = pathOf(cur);
+        const Entry& recorded = *entry;
         undo_.push(std::move(entry));
-        observer_.modified(cur);
+        observer_.changed(cur, recorded.oldValue, recorded.oldDefault);
     }
 
     void remove(lyd_node* node) {
@@ -892,7 +916,12 @@ void UndoLog::undo(lyd_node** tree) {
         entries_.pop_back();
         switch (e->kind) {
         case Entry::Kind::Created: {
-            lyd_node* node = mustFind(*tree, e->path);
+            // Validation may have removed it already without a trace in its diff: libyang drops
+            // an empty non-presence container of a case (found by tests/fuzz/fuzz_edit).
+            lyd_node* node = findPath(*tree, e->path);
+            if (!node) {
+                break;
+            }
             lyd_node* parent = lyd_parent(node);
             unlinkNode(tree, node);
             lyd_free_tree(node);
@@ -912,7 +941,8 @@ void UndoLog::undo(lyd_node** tree) {
                 restoreSystemOrderedRun(tree, run.front()->path, run);
                 break;
             }
-            lyd_node* parent = e->path.empty() ? nullptr : mustFind(*tree, e->path);
+            lyd_node* parent =
+                e->path.empty() ? nullptr : parentToRestore(tree, e->path, LYD_CTX(e->subtree.get()));
             lyd_node* node = e->subtree.get();
             linkNode(tree, parent, node);
             e->subtree.release();

@@ -11,17 +11,54 @@
 namespace ncstore::ds::detail {
 
 /// Told about every change the edit engine makes to the target tree, in order, so that the
-/// store can mark the persisted records to rewrite. Nodes are valid only during the call.
+/// store can mark the persisted records to rewrite and build the logical change set. Nodes are
+/// valid only during the call.
 class ChangeObserver {
 public:
     virtual ~ChangeObserver() = default;
     /// `node` and its subtree were just inserted into the tree.
     virtual void created(const lyd_node* node) = 0;
-    /// `node` (a terminal) changed its value or lost its default flag, or `node` was moved
-    /// within an ordered-by-user list or leaf-list.
-    virtual void modified(const lyd_node* node) = 0;
+    /// The terminal `node` changed its value from `oldValue` (canonical), or lost its default
+    /// flag (`wasDefault`: it held only its default before).
+    virtual void changed(const lyd_node* node, const std::string& oldValue, bool wasDefault) = 0;
+    /// The ordered-by-user instance `node` was moved within its (leaf-)list.
+    virtual void moved(const lyd_node* node) = 0;
     /// `node` and its subtree are about to be removed from the tree (still linked now).
     virtual void deleting(const lyd_node* node) = 0;
+};
+
+/// Tells two observers (the second may be null).
+class ObserverPair : public ChangeObserver {
+public:
+    ObserverPair(ChangeObserver& first, ChangeObserver* second) : first_(first), second_(second) {}
+    void created(const lyd_node* node) override {
+        first_.created(node);
+        if (second_) {
+            second_->created(node);
+        }
+    }
+    void changed(const lyd_node* node, const std::string& oldValue, bool wasDefault) override {
+        first_.changed(node, oldValue, wasDefault);
+        if (second_) {
+            second_->changed(node, oldValue, wasDefault);
+        }
+    }
+    void moved(const lyd_node* node) override {
+        first_.moved(node);
+        if (second_) {
+            second_->moved(node);
+        }
+    }
+    void deleting(const lyd_node* node) override {
+        first_.deleting(node);
+        if (second_) {
+            second_->deleting(node);
+        }
+    }
+
+private:
+    ChangeObserver& first_;
+    ChangeObserver* second_;
 };
 
 /// The inverse of every change made, so that a failed or test-only edit leaves the tree exactly

@@ -1,3 +1,4 @@
+#include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
 
 namespace ncstore::ds {
@@ -67,8 +68,44 @@ const char* toString(ErrorTag tag) {
         return "in-use";
     case ErrorTag::ResourceDenied:
         return "resource-denied";
+    case ErrorTag::AccessDenied:
+        return "access-denied";
     }
     return "operation-failed";
+}
+
+const char* toString(ChangeOp op) {
+    switch (op) {
+    case ChangeOp::Create:
+        return "create";
+    case ChangeOp::Update:
+        return "update";
+    case ChangeOp::Replace:
+        return "replace";
+    case ChangeOp::Delete:
+        return "delete";
+    case ChangeOp::Move:
+        return "move";
+    }
+    return "?";
+}
+
+const char* toString(Origin origin) {
+    switch (origin) {
+    case Origin::Edit:
+        return "edit";
+    case Origin::Replace:
+        return "replace";
+    case Origin::Copy:
+        return "copy";
+    case Origin::Clear:
+        return "clear";
+    case Origin::Commit:
+        return "commit";
+    case Origin::Event:
+        return "event";
+    }
+    return "?";
 }
 
 } // namespace ncstore::ds

@@ -1,18 +1,25 @@
 #include "persistence.hpp"
 
+#include "dbfiles.hpp"
+#include "syncpoint.hpp"
+
 #include "ncstore/log.hpp"
 
 #include <SQLiteCpp/Backup.h>
 #include <SQLiteCpp/Transaction.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 
 namespace ncstore::ds::detail {
 
-std::size_t ChangeSet::bytes() const {
+std::size_t RecordSet::bytes() const {
     std::size_t total = 0;
     for (const auto& op : ops) {
         total += op.path.size() + op.parent.size() + op.data.size();
+    }
+    for (const auto& [name, data] : journal) {
+        total += name.size() + data.size();
     }
     return total;
 }
@@ -31,6 +38,16 @@ const char* synchronousPragma(Durability d) {
     return "PRAGMA synchronous=FULL";
 }
 
+/// Runs a bound statement once and resets it whatever happens: a statement SQLite failed in the
+/// middle refuses every later bind until it is reset.
+int run(SQLite::Statement& statement) {
+    struct Reset {
+        SQLite::Statement& s;
+        ~Reset() { s.tryReset(); }
+    } reset{statement};
+    return statement.exec();
+}
+
 [[noreturn]] void failOpen(const std::filesystem::path& file, const std::string& why) {
     std::string msg = "cannot open the datastore " + file.string() + ": " + why;
     std::string backup = newestBackup(file);
@@ -40,14 +57,28 @@ const char* synchronousPragma(Durability d) {
 
 } // namespace
 
-Persistence::Persistence(const std::filesystem::path& file, Durability durability) try
-    : file_(file), db_(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
+Persistence::Persistence(const std::filesystem::path& file, Durability durability,
+                         std::uint64_t maxWalBytes) try
+    : file_(privateDatabase(file)), db_(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
     db_.exec("PRAGMA journal_mode=WAL");
+    // A WAL started again is cut back to this size (SQLite otherwise keeps its largest size).
+    db_.exec("PRAGMA journal_size_limit=" + std::to_string(maxWalBytes));
+    // restartWal() waits this long for the checkpointer's and readers' locks.
+    db_.exec("PRAGMA busy_timeout=5000");
+    pageSize_ = static_cast<std::uint64_t>(db_.execAndGet("PRAGMA page_size").getInt64());
     db_.exec(synchronousPragma(durability));
     // Records are a few KB; bigger pages keep a device in one or two pages.
     db_.exec("PRAGMA cache_size=-65536");
     db_.exec("PRAGMA temp_store=MEMORY");
     db_.exec("PRAGMA wal_autocheckpoint=0"); // the writer checkpoints between transactions
+    // After the pragma above, which is itself a WAL hook and would replace this one.
+    sqlite3_wal_hook(
+        db_.getHandle(),
+        [](void* self, sqlite3*, const char*, int frames) {
+            static_cast<Persistence*>(self)->walFrames_ = static_cast<std::uint64_t>(frames);
+            return SQLITE_OK;
+        },
+        this);
     migrate();
     upsert_ = std::make_unique<SQLite::Statement>(
         db_, "INSERT INTO records(ds, path, parent, data) VALUES(?, ?, ?, ?) "
@@ -65,6 +96,13 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
     deletePatchBelow_ =
         std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=? AND path>=? AND path<?");
     deleteAllPatches_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=?");
+    setCommitId_ =
+        std::make_unique<SQLite::Statement>(db_, "INSERT INTO meta(key, value) VALUES('commit_id', ?) ON "
+                                                 "CONFLICT(key) DO UPDATE SET value=excluded.value");
+    journalRow_ = std::make_unique<SQLite::Statement>(
+        db_, "INSERT INTO journal(name, commit_id, seq, data) VALUES(?, ?, ?, ?)");
+    journalTrim_ =
+        std::make_unique<SQLite::Statement>(db_, "DELETE FROM journal WHERE name=? AND commit_id<=?");
     patches_ = static_cast<std::uint64_t>(db_.execAndGet("SELECT count(*) FROM patches").getInt64());
 } catch (const SQLite::Exception& e) {
     failOpen(file, e.what());
@@ -107,7 +145,18 @@ void Persistence::migrate() {
                  " UNIQUE(ds, path))");
         db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '2')");
     }
-    // Later versions: `if (version < 3) { ...; UPDATE meta ... }`, each in this transaction.
+    if (version < 3) {
+        // Version 3: features' journals (notification replay, commit history), written in the
+        // same transaction as the change they describe.
+        db_.exec("CREATE TABLE IF NOT EXISTS journal("
+                 " name TEXT NOT NULL,"
+                 " commit_id INTEGER NOT NULL,"
+                 " seq INTEGER NOT NULL,"
+                 " data BLOB NOT NULL,"
+                 " PRIMARY KEY(name, commit_id, seq)) WITHOUT ROWID");
+        db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '3')");
+    }
+    // Later versions: `if (version < 4) { ...; UPDATE meta ... }`, each in this transaction.
     tx.commit();
 }
 
@@ -141,6 +190,11 @@ void Persistence::setMeta(const std::string& key, const std::string& value) {
     q.exec();
 }
 
+std::uint64_t Persistence::lastCommitId() {
+    const std::string value = meta("commit_id");
+    return value.empty() ? 0 : std::stoull(value);
+}
+
 void Persistence::loadPatches(Datastore ds,
                               const std::function<void(const std::string&, const std::string&)>& fn) {
     try {
@@ -160,70 +214,102 @@ std::uint64_t Persistence::deleteRange(SQLite::Statement& exact, SQLite::Stateme
     const std::string to = path + "0";
     exact.bind(1, ds);
     exact.bindNoCopy(2, path);
-    auto n = static_cast<std::uint64_t>(exact.exec());
-    exact.reset();
+    auto n = static_cast<std::uint64_t>(run(exact));
     below.bind(1, ds);
     below.bindNoCopy(2, from);
     below.bindNoCopy(3, to);
-    n += static_cast<std::uint64_t>(below.exec());
-    below.reset();
+    n += static_cast<std::uint64_t>(run(below));
     return n;
 }
 
-std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<const ChangeSet*>& batch) {
+std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<const RecordSet*>& batch) {
     std::uint64_t written = 0;
     std::uint64_t deleted = 0;
+    // The patch count changes only with a committed transaction: a rolled-back one keeps its
+    // patch rows, which later record rewrites must still delete.
+    std::uint64_t patches = patches_;
     SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
-    for (const ChangeSet* cs : batch) {
+    NCS_SYNC_POINT("persistence:begun");
+    for (const RecordSet* cs : batch) {
         const int ds = static_cast<int>(cs->ds);
         for (const RecordOp& op : cs->ops) {
             switch (op.kind) {
             case RecordOp::Kind::Upsert:
-                if (patches_ > 0) {
-                    patches_ -=
-                        std::min(patches_, deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path));
+                if (patches > 0) {
+                    patches -=
+                        std::min(patches, deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path));
                 }
                 upsert_->bind(1, ds);
                 upsert_->bindNoCopy(2, op.path);
                 upsert_->bindNoCopy(3, op.parent);
                 upsert_->bindNoCopy(4, op.data.data(), static_cast<int>(op.data.size()));
-                upsert_->exec();
-                upsert_->reset();
+                run(*upsert_);
                 ++written;
                 break;
             case RecordOp::Kind::DeleteRange:
                 deleted += deleteRange(*deleteExact_, *deleteBelow_, ds, op.path);
-                if (patches_ > 0) {
-                    patches_ -=
-                        std::min(patches_, deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path));
+                if (patches > 0) {
+                    patches -=
+                        std::min(patches, deleteRange(*deletePatchExact_, *deletePatchBelow_, ds, op.path));
                 }
                 break;
             case RecordOp::Kind::DeleteAll:
                 deleteAll_->bind(1, ds);
-                deleted += static_cast<std::uint64_t>(deleteAll_->exec());
-                deleteAll_->reset();
+                deleted += static_cast<std::uint64_t>(run(*deleteAll_));
                 deleteAllPatches_->bind(1, ds);
-                patches_ -=
-                    std::min<std::uint64_t>(patches_, static_cast<std::uint64_t>(deleteAllPatches_->exec()));
-                deleteAllPatches_->reset();
+                patches -=
+                    std::min<std::uint64_t>(patches, static_cast<std::uint64_t>(run(*deleteAllPatches_)));
                 break;
             case RecordOp::Kind::Patch:
                 patch_->bind(1, ds);
                 patch_->bindNoCopy(2, op.path);
                 patch_->bindNoCopy(3, op.data);
-                patch_->exec();
-                patch_->reset();
-                ++patches_; // counts a replaced patch twice: only ever too high, never too low
+                run(*patch_);
+                ++patches; // counts a replaced patch twice: only ever too high, never too low
                 ++written;
                 break;
             }
         }
     }
+    std::uint64_t commitId = 0;
+    for (const RecordSet* cs : batch) {
+        commitId = std::max(commitId, cs->commitId);
+        int seq = 0;
+        for (const auto& [name, data] : cs->journal) {
+            journalRow_->bindNoCopy(1, name);
+            journalRow_->bind(2, static_cast<std::int64_t>(cs->commitId));
+            journalRow_->bind(3, seq++);
+            journalRow_->bindNoCopy(4, data.data(), static_cast<int>(data.size()));
+            run(*journalRow_);
+        }
+        for (const auto& [name, through] : cs->trims) {
+            journalTrim_->bindNoCopy(1, name);
+            journalTrim_->bind(2, static_cast<std::int64_t>(through));
+            run(*journalTrim_);
+        }
+    }
+    if (commitId > 0) {
+        setCommitId_->bind(1, std::to_string(commitId));
+        run(*setCommitId_);
+    }
     tx.commit();
-    for (const ChangeSet* cs : batch) {
+    patches_ = patches;
+    for (const RecordSet* cs : batch) {
         bytesSinceCheckpoint_ += cs->bytes();
     }
     return {written, deleted};
+}
+
+bool Persistence::restartWal() {
+    SQLite::Statement q(db_, "PRAGMA wal_checkpoint(RESTART)");
+    if (!q.executeStep()) {
+        return false;
+    }
+    const bool busy = q.getColumn(0).getInt() != 0;
+    if (!busy) {
+        walFrames_ = 0;
+    }
+    return !busy;
 }
 
 Checkpointer::Checkpointer(const std::filesystem::path& file) : db_(file.string(), SQLite::OPEN_READWRITE) {}
@@ -232,10 +318,30 @@ void Checkpointer::checkpoint() {
     db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
 }
 
+void readJournal(const std::filesystem::path& file, const std::string& name, std::uint64_t after,
+                 const std::function<void(const JournalRow&)>& fn) {
+    try {
+        SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+        SQLite::Statement q(db, "SELECT commit_id, data FROM journal WHERE name=? AND commit_id>? "
+                                "ORDER BY commit_id, seq");
+        q.bind(1, name);
+        q.bind(2, static_cast<std::int64_t>(after));
+        while (q.executeStep()) {
+            const auto data = q.getColumn(1);
+            fn(JournalRow{static_cast<std::uint64_t>(q.getColumn(0).getInt64()),
+                          std::string(static_cast<const char*>(data.getBlob()),
+                                      static_cast<std::size_t>(data.getBytes()))});
+        }
+    } catch (const SQLite::Exception& e) {
+        throw Error(ErrorTag::OperationFailed,
+                    "cannot read journal " + name + " of " + file.string() + ": " + e.what());
+    }
+}
+
 void backupFile(const std::filesystem::path& file, const std::filesystem::path& dest) {
     try {
         SQLite::Database src(file.string(), SQLite::OPEN_READONLY);
-        SQLite::Database dst(dest.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        SQLite::Database dst(privateDatabase(dest).string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
         SQLite::Backup backup(dst, src);
         backup.executeStep(); // -1: all pages in one step, consistent snapshot
     } catch (const SQLite::Exception& e) {

@@ -1,5 +1,8 @@
 #include "validation.hpp"
 
+#include "records.hpp"
+#include "trees.hpp"
+
 #include "ncstore/log.hpp"
 #include "ncstore/yang.hpp"
 
@@ -132,7 +135,9 @@ bool ValidationPlanner::referrersMayDangle(
         }
     }
     bool found = false;
-    for (const auto& [owner, set] : values) {
+    for (const auto& [owner, ownerValues] : values) {
+        // clang 14 (the fuzz build) cannot capture a structured binding.
+        const auto& set = ownerValues;
         forEachInstance(forest, owner,
                         [&](const lyd_node* n) { found = found || set.count(lyd_get_value(n)); });
         if (found) {
@@ -281,6 +286,93 @@ bool ValidationPlanner::recordReadsShell(const lysc_node* list) {
 
 bool ValidationPlanner::recordHasWhen(const lysc_node* list) {
     return recordIsLocal(list) && locality(list).hasWhen;
+}
+
+namespace {
+
+/// The copy, in the forest `copy`, of the parent of the split entry `record` (made, with its
+/// chain, when missing); nullptr on failure.
+lyd_node* copyParentChain(const ly_ctx* ctx, Tree& copy, const lyd_node* record) {
+    const std::string parentPath = pathOf(lyd_parent(record));
+    lyd_node* parent = nullptr;
+    if (copy && lyd_find_path(copy.get(), parentPath.c_str(), 0, &parent) == LY_SUCCESS && parent) {
+        return parent;
+    }
+    lyd_node* created = nullptr;
+    RawTree raw(copy);
+    if (lyd_new_path2(raw.get(), ctx, parentPath.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0, &created,
+                      &parent) != LY_SUCCESS) {
+        return nullptr;
+    }
+    if (!raw.get() && created) {
+        while (lyd_parent(created)) {
+            created = lyd_parent(created);
+        }
+        raw.ptr()[0] = created;
+    }
+    return parent;
+}
+
+} // namespace
+
+/// Validates the records on their own: copies of them, with their container chains (and the
+/// shells of their top-level nodes, when read), in one forest. False when that fails or a
+/// record is gone: the caller then validates the whole tree, whose verdict is the real one.
+bool validateLocally(const ly_ctx* ctx, ValidationPlanner& planner, lyd_node* tree,
+                     const std::vector<lyd_node*>& roots, bool addDefaults) {
+    Tree copy;
+    std::unordered_set<const lyd_node*> shellsCopied;
+    bool whens = false;
+    for (const lyd_node* root : roots) {
+        whens = whens || planner.recordHasWhen(root->schema);
+        const lyd_node* top = root;
+        while (lyd_parent(top)) {
+            top = lyd_parent(top);
+        }
+        if (planner.recordReadsShell(root->schema) && shellsCopied.insert(top).second) {
+            Tree shell = copyRecordShell(top);
+            if (!copy) {
+                copy = std::move(shell);
+            } else if (lyd_insert_sibling(copy.get(), shell.get(), nullptr) == LY_SUCCESS) {
+                shell.release();
+            } else {
+                return false;
+            }
+        }
+    }
+    std::unordered_map<const lyd_node*, lyd_node*> parents; // original -> copy
+    for (const lyd_node* root : roots) {
+        lyd_node*& parent = parents[lyd_parent(root)];
+        if (!parent) {
+            parent = copyParentChain(ctx, copy, root);
+        }
+        if (!parent || lyd_dup_single(root, reinterpret_cast<lyd_node_inner*>(parent), LYD_DUP_RECURSIVE,
+                                      nullptr) != LY_SUCCESS) {
+            return false;
+        }
+    }
+    if (copy) {
+        RawTree raw(copy);
+        lyd_node* diff = nullptr;
+        LY_ERR rc = LY_SUCCESS;
+        {
+            AbsoluteLeafrefRoot references(tree);
+            // The diff, which costs, serves only to see what a `when` deleted.
+            rc = lyd_validate_all(raw.ptr(), ctx, kValidateOpts, whens ? &diff : nullptr);
+        }
+        Tree diffOwner{diff};
+        if (rc != LY_SUCCESS || deletesData(diff)) {
+            return false; // a `when` deleting data must be found in the real tree
+        }
+    }
+    if (addDefaults) {
+        for (lyd_node* root : roots) {
+            if (lyd_new_implicit_tree(root, LYD_IMPLICIT_NO_STATE, nullptr) != LY_SUCCESS) {
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 } // namespace ncstore::ds::detail

@@ -87,4 +87,11 @@ private:
     std::vector<const lysc_node*> recordLists_;
 };
 
+/// Validates the records `roots` of `tree` on their own (see above): copies of them, with their
+/// container chains (and the shells of their top-level nodes, when read), in one forest. False
+/// when that fails or a record is gone: the caller then validates the whole tree, whose verdict
+/// is the real one. With `addDefaults`, adds their default nodes in `tree` when they pass.
+bool validateLocally(const ly_ctx* ctx, ValidationPlanner& planner, lyd_node* tree,
+                     const std::vector<lyd_node*>& roots, bool addDefaults);
+
 } // namespace ncstore::ds::detail

@@ -1,16 +1,21 @@
 #include "writer.hpp"
 
+#include "syncpoint.hpp"
+
 #include "ncstore/log.hpp"
 
 #include <SQLiteCpp/Exception.h>
 
 namespace ncstore::ds::detail {
 
-Writer::Writer(std::unique_ptr<Persistence> persistence, std::size_t maxBatchChangeSets,
-               std::size_t maxBatchBytes, FailureHandler onFailure)
-    : persistence_(std::move(persistence)), maxBatch_(std::max<std::size_t>(1, maxBatchChangeSets)),
-      maxBytes_(maxBatchBytes), onFailure_(std::move(onFailure)), checkpointer_(persistence_->file()),
-      thread_([this] { loop(); }), checkpointThread_([this] { checkpointLoop(); }) {}
+Writer::Writer(std::unique_ptr<Persistence> persistence, const StoreOptions& options, Publisher& publisher,
+               FailureHandler onFailure)
+    : persistence_(std::move(persistence)), maxBatch_(std::max<std::size_t>(1, options.maxBatchChangeSets)),
+      maxBytes_(options.maxBatchBytes), maxQueued_(std::max<std::size_t>(1, options.maxQueuedWrites)),
+      maxQueuedBytes_(options.maxQueuedBytes), maxWalBytes_(options.maxWalBytes), publisher_(publisher),
+      onFailure_(std::move(onFailure)), durableSeq_(persistence_->lastCommitId()),
+      checkpointer_(persistence_->file()), thread_([this] { loop(); }),
+      checkpointThread_([this] { checkpointLoop(); }) {}
 
 Writer::~Writer() {
     {
@@ -27,22 +32,59 @@ Writer::~Writer() {
     checkpointThread_.join();
 }
 
-std::future<void> Writer::submit(ChangeSet changeSet) {
+Writer::Slot Writer::reserve() {
+    std::unique_lock lock(mutex_);
+    if (full()) {
+        ++stats_.queueFullWaits;
+        lock.unlock();
+        NCS_SYNC_POINT("writer:queue-full");
+        lock.lock();
+        room_.wait(lock, [this] { return !full() || stopping_; });
+    }
+    ++inFlight_;
+    return Slot(this);
+}
+
+void Writer::release(std::size_t writes, std::size_t bytes) {
+    {
+        std::lock_guard lock(mutex_);
+        inFlight_ -= writes;
+        queuedBytes_ -= bytes;
+    }
+    room_.notify_all();
+}
+
+std::future<void> Writer::submit(Slot slot, RecordSet records, std::shared_ptr<const ChangeSet> changes) {
     auto pending = std::make_unique<Pending>();
-    pending->changeSet = std::move(changeSet);
+    pending->records = std::move(records);
+    pending->changes = std::move(changes);
     auto future = pending->done.get_future();
     {
         std::lock_guard lock(mutex_);
         if (stopping_) {
             throw Error(ErrorTag::OperationFailed, "the datastore is shutting down");
         }
+        checkInService();
+        queuedBytes_ += pending->records.bytes();
         queue_.push_back(std::move(pending));
+        slot.writer_ = nullptr; // given back when the write is resolved
     }
     wake_.notify_one();
     return future;
 }
 
 void Writer::maybeCheckpoint() {
+    // Under a steady stream of commits the checkpointer never finds the WAL wholly copied at the
+    // start of a transaction, so SQLite never starts it again: bound it here (rule 8).
+    if (persistence_->walBytes() > maxWalBytes_) {
+        try {
+            if (!persistence_->restartWal()) {
+                NCS_LOG(debug) << "datastore: the WAL could not be restarted yet (busy)";
+            }
+        } catch (const std::exception& e) {
+            NCS_LOG(warning) << "datastore: restarting the WAL failed (tried again later): " << e.what();
+        }
+    }
     constexpr std::uint64_t kThreshold = 1u << 20;
     pendingCheckpointBytes_ += persistence_->takeBytesSinceCheckpoint();
     if (pendingCheckpointBytes_ < kThreshold) {
@@ -75,6 +117,27 @@ void Writer::checkpointLoop() {
     }
 }
 
+bool Writer::waitDurable(std::uint64_t seq, std::uint64_t generation) const {
+    std::unique_lock lock(mutex_);
+    durableChanged_.wait(lock, [&] { return durableSeq_ >= seq || failures_.load() != generation; });
+    return failures_.load() == generation;
+}
+
+void Writer::resolved(std::uint64_t seq, bool failed) {
+    {
+        std::lock_guard lock(mutex_);
+        durableSeq_ = std::max(durableSeq_, seq);
+        if (failed) {
+            failures_.fetch_add(1, std::memory_order_acq_rel);
+        }
+    }
+    durableChanged_.notify_all();
+}
+
+void Writer::throwOutOfService() const {
+    throw Error(ErrorTag::OperationFailed, outOfServiceReason_);
+}
+
 Stats Writer::stats() const {
     std::lock_guard lock(mutex_);
     return stats_;
@@ -92,20 +155,21 @@ void Writer::loop() {
             // Group commit: everything pending now, up to the bounds, in one transaction.
             std::size_t bytes = 0;
             while (!queue_.empty() && batch.size() < maxBatch_ &&
-                   (batch.empty() || bytes + queue_.front()->changeSet.bytes() <= maxBytes_)) {
-                bytes += queue_.front()->changeSet.bytes();
+                   (batch.empty() || bytes + queue_.front()->records.bytes() <= maxBytes_)) {
+                bytes += queue_.front()->records.bytes();
                 batch.push_back(std::move(queue_.front()));
                 queue_.pop_front();
             }
         }
-        std::vector<const ChangeSet*> sets;
+        std::vector<const RecordSet*> sets;
         sets.reserve(batch.size());
         std::uint64_t bytes = 0;
         for (const auto& p : batch) {
-            sets.push_back(&p->changeSet);
-            bytes += p->changeSet.bytes();
+            sets.push_back(&p->records);
+            bytes += p->records.bytes();
         }
         try {
+            NCS_SYNC_POINT("writer:committing");
             auto [written, deleted] = persistence_->apply(sets);
             {
                 std::lock_guard lock(mutex_);
@@ -116,6 +180,19 @@ void Writer::loop() {
                 stats_.bytesWritten += bytes;
                 stats_.maxBatch = std::max<std::uint64_t>(stats_.maxBatch, batch.size());
             }
+            std::uint64_t last = 0;
+            std::vector<std::shared_ptr<const ChangeSet>> published;
+            for (auto& p : batch) {
+                last = std::max(last, p->records.commitId);
+                if (p->changes) {
+                    published.push_back(std::move(p->changes));
+                }
+            }
+            if (!published.empty()) {
+                publisher_.publish(std::move(published));
+            }
+            resolved(last, false);
+            release(batch.size(), bytes);
             for (auto& p : batch) {
                 p->done.set_value();
             }
@@ -135,14 +212,39 @@ void Writer::loop() {
                 }
             };
             try {
-                onFailure_(*persistence_, drain);
+                std::uint64_t firstFailed = 0;
+                {
+                    std::lock_guard lock(mutex_);
+                    firstFailed = durableSeq_ + 1; // every write after the last durable one failed
+                }
+                onFailure_(*persistence_, drain, firstFailed);
             } catch (const std::exception& reloadError) {
-                NCS_LOG(fatal) << "datastore could not reload after a failed commit: " << reloadError.what();
+                // Memory may still hold the failed writes: refuse everything from now on.
+                std::lock_guard lock(mutex_);
+                outOfServiceReason_ = "the datastore is out of service: after a failed commit (" +
+                                      std::string(e.what()) + ") memory could not be reloaded from " +
+                                      persistence_->file().string() + " (" + reloadError.what() +
+                                      "); restart the server to load what is on disk";
+                outOfService_.store(true, std::memory_order_release);
+                NCS_LOG(fatal) << outOfServiceReason_;
+                while (!queue_.empty()) {
+                    batch.push_back(std::move(queue_.front()));
+                    queue_.pop_front();
+                }
             }
             {
                 std::lock_guard lock(mutex_);
                 stats_.failedWrites += batch.size();
             }
+            // Memory was reloaded: it holds only what is durable.
+            std::uint64_t last = 0;
+            std::size_t failedBytes = 0;
+            for (const auto& p : batch) {
+                last = std::max(last, p->records.commitId);
+                failedBytes += p->records.bytes();
+            }
+            resolved(last, true);
+            release(batch.size(), failedBytes);
             for (auto& p : batch) {
                 p->done.set_exception(error);
             }

@@ -1,15 +1,24 @@
 // The one thread that writes SQLite: group commit of every change set pending at a time.
-// Private to the datastore.
+// Private to the datastore. The rules it keeps are numbered in ncstore/datastore.hpp:
+//  - its queue lock (mutex_) comes after the store's tree lock, never before (rule 1): submit()
+//    is called under the tree lock; reserve() before it; the failure handler takes the tree lock
+//    on the writer thread while holding no writer lock;
+//  - change sets are committed in the order they were submitted, batched (rule 4), published
+//    once durable (rule 5), failed together with everything queued after them (rule 7);
+//  - slots bound the writes not yet durable and the bytes queued (rule 8).
 #pragma once
 
 #include "persistence.hpp"
+#include "publisher.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace ncstore::ds::detail {
 
@@ -17,37 +26,105 @@ class Writer {
 public:
     /// Called on the writer thread after a transaction failed and was rolled back. The handler
     /// must, while no write can reach memory, call `drain` (which takes every change set still
-    /// queued: they are failed too) and put memory back to what SQLite holds.
-    using FailureHandler = std::function<void(Persistence&, const std::function<void()>& drain)>;
+    /// queued: they are failed too) and put memory back to what SQLite holds. `firstFailed` is
+    /// the sequence number of the first failed write: every later one failed too.
+    using FailureHandler =
+        std::function<void(Persistence&, const std::function<void()>& drain, std::uint64_t firstFailed)>;
 
-    Writer(std::unique_ptr<Persistence> persistence, std::size_t maxBatchChangeSets,
-           std::size_t maxBatchBytes, FailureHandler onFailure);
+    /// Bounds from `options`: maxBatchChangeSets / maxBatchBytes per transaction,
+    /// maxQueuedWrites / maxQueuedBytes for the queue (see reserve()).
+    Writer(std::unique_ptr<Persistence> persistence, const StoreOptions& options, Publisher& publisher,
+           FailureHandler onFailure);
     /// Drains the queue (every submitted change set is committed or failed), then stops.
     ~Writer();
 
+    /// Room for one write in the queue, taken before the write takes the store's lock and given
+    /// back when the write is durable or failed, or when the slot is dropped unused.
+    class Slot {
+    public:
+        Slot() = default;
+        Slot(Slot&& other) noexcept : writer_(std::exchange(other.writer_, nullptr)) {}
+        Slot& operator=(Slot&&) = delete;
+        ~Slot() {
+            if (writer_) {
+                writer_->release(1, 0);
+            }
+        }
+
+    private:
+        friend class Writer;
+        explicit Slot(Writer* writer) : writer_(writer) {}
+        Writer* writer_ = nullptr;
+    };
+    /// Back-pressure: waits while maxQueuedWrites writes hold slots, or while the queued change
+    /// sets hold maxQueuedBytes (a single write of any size still goes through alone).
+    Slot reserve();
+
     /// Queues a change set; the future is ready once it is durable, or holds the error.
-    std::future<void> submit(ChangeSet changeSet);
+    /// `records.commitId` numbers the writes in the order they were applied in memory, which is
+    /// the order they are submitted in (0: not a datastore write). Once durable, `changes` (may
+    /// be null) goes to the publisher. Throws Error when the writer is out of service.
+    std::future<void> submit(Slot slot, RecordSet records, std::shared_ptr<const ChangeSet> changes);
+
+    /// Counts the failed transactions: a reader notes it with what it read.
+    std::uint64_t failureGeneration() const { return failures_.load(std::memory_order_acquire); }
+    /// Waits until every write up to `seq` is durable (true), or a transaction failed since the
+    /// reader noted `generation` (false: what it read may have held failed writes).
+    bool waitDurable(std::uint64_t seq, std::uint64_t generation) const;
+
+    /// Throws Error(OperationFailed) once the failure handler itself failed: memory may then hold
+    /// writes that are not on disk, and that state is final until the store is opened again.
+    void checkInService() const {
+        if (outOfService_.load(std::memory_order_acquire)) {
+            throwOutOfService();
+        }
+    }
 
     Stats stats() const;
 
 private:
     struct Pending {
-        ChangeSet changeSet;
+        RecordSet records;
+        std::shared_ptr<const ChangeSet> changes;
         std::promise<void> done;
     };
+    /// Every write up to `seq` is resolved (durable, or failed and gone from memory).
+    void resolved(std::uint64_t seq, bool failed);
     void loop();
+    bool full() const {
+        return inFlight_ >= maxQueued_ || (queuedBytes_ >= maxQueuedBytes_ && inFlight_ > 0);
+    }
+    void release(std::size_t writes, std::size_t bytes);
+    [[noreturn]] void throwOutOfService() const;
     void maybeCheckpoint();
     void checkpointLoop();
 
+    // Writer thread only (the failure handler runs there too).
     std::unique_ptr<Persistence> persistence_;
+    // Set at construction.
     std::size_t maxBatch_;
     std::size_t maxBytes_;
+    std::size_t maxQueued_;
+    std::size_t maxQueuedBytes_;
+    std::uint64_t maxWalBytes_;
+    Publisher& publisher_;
     FailureHandler onFailure_;
+
+    // The queue lock: guards everything down to stats_.
     mutable std::mutex mutex_;
-    std::condition_variable wake_;
+    std::condition_variable wake_; // the writer thread: work, or stopping_
     std::deque<std::unique_ptr<Pending>> queue_;
     bool stopping_ = false;
+    std::size_t inFlight_ = 0;    // slots taken (rule 8)
+    std::size_t queuedBytes_ = 0; // of the change sets submitted and not resolved
+    std::condition_variable room_;
+    std::uint64_t durableSeq_ = 0;                   // commit id up to which writes are resolved
+    mutable std::condition_variable durableChanged_; // durableSeq_ or failures_ changed
+    std::atomic<std::uint64_t> failures_{0};         // read without the lock, changed under it
+    std::atomic<bool> outOfService_{false};          // read without the lock, set once under it
+    std::string outOfServiceReason_;                 // set once, before outOfService_
     Stats stats_;
+
     std::uint64_t pendingCheckpointBytes_ = 0; // writer thread only
     Checkpointer checkpointer_;
     std::mutex checkpointMutex_;

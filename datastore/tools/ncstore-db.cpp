@@ -1,15 +1,15 @@
 // ncstore-db: the datastore's maintenance tool.
-//   ncstore-db export [--datastore running|startup] [--format xml|json] [-o FILE]
+//   ncstore-db export [--datastore running|startup] [--format xml|json] [-o FILE]   (FILE 0600)
 //   ncstore-db import [--datastore running|startup] FILE         (replaces the datastore's content)
-//   ncstore-db backup [DEST]       (SQLite online backup; default <data-dir>/ncstore.db.backup-<time>)
+//   ncstore-db backup [DEST]       (SQLite online backup, 0600; default <data-dir>/ncstore.db.backup-<time>)
 //   ncstore-db check               (SQLite integrity check + every record loads and validates)
 // Common: --data-dir DIR, --yang-dir DIR..., --yang-search-dir DIR..., --no-default-models.
 // export, backup and check work beside a running server (SQLite WAL readers); import must not
 // run while the server runs on the same data directory: the server would not see the change.
-#include "models.hpp"
-
 #include "ncstore/datastore.hpp"
+#include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
+#include "ncstore/models.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -83,6 +83,12 @@ int run(int argc, char** argv) {
     const std::filesystem::path dataDir = vm["data-dir"].as<std::string>();
     const std::filesystem::path dbFile = dataDir / "ncstore.db";
     const std::string command = vm["command"].as<std::string>();
+    // As ncstored: a data directory others can write is refused, one import creates is private.
+    if (command == "import") {
+        files::preparePrivateDir(dataDir);
+    } else if (std::filesystem::exists(dataDir)) {
+        files::checkPrivateDir(dataDir);
+    }
 
     if (command == "backup") {
         const std::filesystem::path dest =
@@ -96,7 +102,7 @@ int run(int argc, char** argv) {
         return 0;
     }
 
-    netconfd::ModelOptions models;
+    ModelOptions models = defaultModelOptions();
     models.defaultModels = !vm["no-default-models"].as<bool>();
     if (vm.count("yang-dir")) {
         for (const auto& d : vm["yang-dir"].as<std::vector<std::string>>()) {
@@ -108,13 +114,10 @@ int run(int argc, char** argv) {
             models.searchDirs.emplace_back(d);
         }
     }
-    models.ietfDir = netconfd::systemIetfDir();
-    models.bundledDir = netconfd::bundledModelsDir();
-    Context ctx = netconfd::buildContext(models);
+    Context ctx = buildContext(models);
     if (command != "import" && !std::filesystem::exists(dbFile)) {
         throw std::runtime_error("no store at " + dbFile.string());
     }
-    std::filesystem::create_directories(dataDir);
     ds::StoreOptions storeOptions;
     storeOptions.file = dbFile;
     storeOptions.verifyOnOpen = command == "check";
@@ -134,10 +137,12 @@ int run(int argc, char** argv) {
                         : std::string(format == LYD_JSON ? "{}\n" : "");
         });
         if (vm.count("output")) {
-            std::ofstream out(vm["output"].as<std::string>(), std::ios::binary | std::ios::trunc);
+            // A copy of the store, so as private as the store (created 0600 before it is written).
+            const std::filesystem::path file = files::ensurePrivateFile(vm["output"].as<std::string>());
+            std::ofstream out(file, std::ios::binary | std::ios::trunc);
             out << text;
-            if (!out) {
-                throw std::runtime_error("cannot write " + vm["output"].as<std::string>());
+            if (!out.flush()) {
+                throw std::runtime_error("cannot write " + file.string());
             }
         } else {
             std::cout << text;
@@ -161,7 +166,7 @@ int run(int argc, char** argv) {
                             : (file.size() > 5 && file.substr(file.size() - 5) == ".json" ? "json" : "xml"));
         Tree config = parseData(ctx.get(), text.str(), format,
                                 LYD_PARSE_ONLY | LYD_PARSE_STRICT | LYD_PARSE_NO_STATE, 0);
-        store->replace(which, config.get());
+        store->replace({}, which, config.get());
         std::cout << "imported " << file << " into " << ds::toString(which) << "\n";
         return 0;
     }

@@ -1,7 +1,12 @@
 // kill -9 at random moments while several threads commit: every acknowledged edit must be there
-// after restart, no edit may be half there, and SQLite's integrity check must pass. Cycles:
-// NCSTORE_CRASH_CYCLES (default 20; the long mode is 1000).
+// after restart, no edit may be half there, the journal written with the edits holds a row
+// exactly for the edits present (so for every acknowledged one), with commit ids increasing
+// across restarts, and SQLite's integrity check must pass. Cycles: NCSTORE_CRASH_CYCLES
+// (default 20; the long mode is 1000). A full disk fails commits clearly, and once there is room
+// again the next commit succeeds and nothing stale comes back after a restart.
 #include "test_support.hpp"
+
+#include "ncstore/changes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -65,6 +73,24 @@ std::string readFor(int fd, int ms) {
     return out;
 }
 
+/// The journal "acks" of the crash driver: per row the interfaces its write created.
+struct Journal {
+    std::vector<std::uint64_t> commitIds;
+    std::map<std::string, std::uint64_t> rowOf; // interface -> commit id of its row
+};
+
+Journal readAcks(const ds::Store& store) {
+    Journal j;
+    store.readJournal("acks", 0, [&](const ds::JournalRow& row) {
+        j.commitIds.push_back(row.commitId);
+        std::istringstream names(row.data);
+        for (std::string name; names >> name;) {
+            j.rowOf[name] = row.commitId;
+        }
+    });
+    return j;
+}
+
 std::set<std::string> acknowledged(const std::string& out) {
     std::set<std::string> tags;
     std::istringstream in(out);
@@ -88,6 +114,7 @@ TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
     Context ctx = test::interfacesContext();
     std::mt19937 rng(std::random_device{}());
     std::set<std::string> allAcked;
+    std::uint64_t lastCommitId = 0;
     for (int cycle = 0; cycle < cycles; ++cycle) {
         Child c = spawn({NCSTORE_CRASH_DRIVER, "commit", db.string(), "4", "c" + std::to_string(cycle)});
         std::string out = readFor(c.out, 20 + static_cast<int>(rng() % 200));
@@ -117,6 +144,22 @@ TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
             ASSERT_TRUE(present.count(tag + "-a") && present.count(tag + "-b"))
                 << "cycle " << cycle << ": half of edit " << tag << " is visible";
         }
+        // The journal is exactly as durable as the edits: a row for each edit present (hence
+        // for each acknowledged one), none for an edit that is not.
+        const Journal journal = readAcks(*store);
+        for (const auto& name : present) {
+            ASSERT_TRUE(journal.rowOf.count(name)) << "cycle " << cycle << ": no journal row for " << name;
+        }
+        for (const auto& [name, commitId] : journal.rowOf) {
+            ASSERT_TRUE(present.count(name)) << "cycle " << cycle << ": a journal row for " << name
+                                             << " (commit " << commitId << ") whose edit is not there";
+        }
+        ASSERT_TRUE(std::adjacent_find(journal.commitIds.begin(), journal.commitIds.end(),
+                                       std::greater_equal<>()) == journal.commitIds.end())
+            << "cycle " << cycle << ": commit ids do not increase";
+        ASSERT_GE(journal.commitIds.empty() ? 0 : journal.commitIds.back(), lastCommitId)
+            << "cycle " << cycle << ": commit ids went back after a restart";
+        lastCommitId = journal.commitIds.empty() ? 0 : journal.commitIds.back();
         ASSERT_EQ(store->integrityCheck(), "ok") << "cycle " << cycle;
     }
     EXPECT_GT(allAcked.size(), 0u) << "the driver never acknowledged anything";
@@ -139,13 +182,26 @@ TEST(CrashTest, FullDiskFailsCommitsClearlyAndKeepsTheStoreConsistent) {
     std::getline(in, message);
     EXPECT_NE(message.find("could not commit"), std::string::npos) << message;
     EXPECT_EQ(inMemory, acked * 2) << "memory does not match what was acknowledged";
+    // Room again: the next commit went through.
+    EXPECT_NE(out.find("NEXT-OK"), std::string::npos) << out;
 
     Context ctx = test::interfacesContext();
     ds::StoreOptions options;
     options.file = db;
     auto store = ds::Store::open(ctx.get(), options);
-    store->read(ds::Datastore::Running,
-                [&](const lyd_node* t) { EXPECT_EQ(test::interfaceNames(t).size(), acked * 2); });
+    std::string firstEntry;
+    store->read(ds::Datastore::Running, [&](const lyd_node* t) {
+        EXPECT_EQ(test::interfaceNames(t).size(), acked * 2 + 2);
+        lyd_node* description = nullptr;
+        if (t && lyd_find_path(t, "/ietf-interfaces:interfaces/interface[name='f-0-a']/description", 0,
+                               &description) == LY_SUCCESS) {
+            firstEntry = lyd_get_value(description);
+        }
+    });
+    EXPECT_EQ(firstEntry, "dnext") << "a value older than the last acknowledged write came back";
+    const Journal journal = readAcks(*store);
+    EXPECT_EQ(journal.commitIds.size(), acked + 1) << "one journal row per acknowledged write";
+    EXPECT_EQ(journal.rowOf.count("f-next-a"), 1u);
     EXPECT_EQ(store->integrityCheck(), "ok");
 }
 

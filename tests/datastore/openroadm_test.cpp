@@ -1,8 +1,9 @@
-// Validation on the official Open ROADM 2.2.1 device model (from ../shared), whose leafrefs with
-// predicates made every edit cost O(C^2) in libyang: leafrefs resolved by key lookups must
-// accept and refuse exactly what libyang does, and service edits (a roadm-connection with its
-// interfaces) must be validated locally yet refuse every broken reference.
+// Validation on the official Open ROADM 2.2.1 device model (shared data, see shared_data.hpp), whose leafrefs
+// with predicates made every edit cost O(C^2) in libyang: leafrefs resolved by key lookups must accept and
+// refuse exactly what libyang does, and service edits (a roadm-connection with its interfaces) must be
+// validated locally yet refuse every broken reference.
 #include "leafref.hpp"
+#include "shared_data.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -18,10 +19,11 @@ using namespace ncstore::ds;
 namespace {
 
 constexpr const char* kDevice = "/org-openroadm-device:org-openroadm-device";
+constexpr const char* kModels = "yang/openroadm/2.2.1";
 
 Context openRoadmContext() {
     ly_ctx* raw = nullptr;
-    if (ly_ctx_new(NCSTORE_SHARED_DIR "/yang/openroadm/2.2.1", LY_CTX_NO_YANGLIBRARY, &raw) != LY_SUCCESS) {
+    if (ly_ctx_new(test::sharedPath(kModels).c_str(), LY_CTX_NO_YANGLIBRARY, &raw) != LY_SUCCESS) {
         throw std::runtime_error("ly_ctx_new failed");
     }
     Context ctx{raw};
@@ -97,6 +99,7 @@ Verdict validate(const ly_ctx* ctx, const lyd_node* tree) {
 class OpenRoadmTest : public ::testing::Test {
 protected:
     void SetUp() override {
+        NCSTORE_REQUIRE_SHARED(kModels, "the official Open ROADM 2.2.1 models");
         ctx_ = openRoadmContext();
         base_ = generated("--scenario base");
         services_ = generated("--scenario B11-create");
@@ -110,7 +113,7 @@ protected:
 
     WriteTiming edit(Store& s, const std::string& xml) {
         Tree e = test::parseEdit(ctx_.get(), xml);
-        return s.edit(Datastore::Running, e.get());
+        return s.edit({}, Datastore::Running, e.get());
     }
 
     std::string dump(const Store& s) const {
@@ -217,7 +220,7 @@ TEST_F(OpenRoadmTest, ServiceEditsAreValidatedLocallyAndPersist) {
 
     // Deleting one service (its connection and interfaces) needs no whole-tree validation either.
     Tree deleteEdit = test::parseEdit(ctx_.get(), generated("--scenario B11-delete --index 1"));
-    const WriteTiming d = s->edit(Datastore::Running, deleteEdit.get());
+    const WriteTiming d = s->edit({}, Datastore::Running, deleteEdit.get());
     EXPECT_FALSE(d.wholeTreeValidation);
     after = dump(*s);
     s.reset();
@@ -270,7 +273,7 @@ TEST_F(OpenRoadmTest, CandidateServiceEditsAreCheckedAgainstTheCandidateAndCommi
     auto s = open();
     edit(*s, base_);
     Tree services = test::parseEdit(ctx_.get(), services_);
-    const WriteTiming t = s->edit(Datastore::Candidate, services.get());
+    const WriteTiming t = s->edit({}, Datastore::Candidate, services.get());
     EXPECT_FALSE(t.wholeTreeValidation);
     // The references resolve in the candidate: an interface created there can be used there.
     Tree use = test::parseEdit(
@@ -282,14 +285,14 @@ TEST_F(OpenRoadmTest, CandidateServiceEditsAreCheckedAgainstTheCandidateAndCommi
                   "<roadm-connections nc:operation=\"create\"><connection-name>cx</connection-name>"
                   "<source><src-if>c1</src-if></source><destination><dst-if>c1</dst-if></destination>"
                   "</roadm-connections>"));
-    s->edit(Datastore::Candidate, use.get());
+    s->edit({}, Datastore::Candidate, use.get());
     Tree dangling = test::parseEdit(
         ctx_.get(),
         deviceXml("<roadm-connections nc:operation=\"create\"><connection-name>cy</connection-name>"
                   "<source><src-if>not-in-candidate</src-if></source>"
                   "<destination><dst-if>c1</dst-if></destination></roadm-connections>"));
     try {
-        s->edit(Datastore::Candidate, dangling.get());
+        s->edit({}, Datastore::Candidate, dangling.get());
         ADD_FAILURE() << "a connection to a missing interface was accepted in candidate";
     } catch (const Error& e) {
         EXPECT_EQ(e.tag(), ErrorTag::DataMissing) << e.what();
@@ -297,7 +300,7 @@ TEST_F(OpenRoadmTest, CandidateServiceEditsAreCheckedAgainstTheCandidateAndCommi
     }
     const std::string running = dump(*s);
     EXPECT_EQ(running.find("<connection-name>cx</connection-name>"), std::string::npos);
-    s->commit();
+    s->commit({});
     const std::string committed = dump(*s);
     EXPECT_NE(committed.find("<connection-name>cx</connection-name>"), std::string::npos);
     EXPECT_EQ(committed.find("<connection-name>cy</connection-name>"), std::string::npos);

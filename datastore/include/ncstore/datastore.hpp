@@ -1,15 +1,56 @@
 // ncstore datastore: the running, startup and candidate configuration trees, kept in memory as
 // libyang trees and made durable in SQLite with group commits.
 //
-// Promises:
-//  - Reads never touch SQLite: they see the in-memory tree under a shared lock, many at once.
-//  - A write (edit, replace, copy, clear, commit) is all or nothing: it is applied, validated,
-//    turned into a change set that follows the change (not the tree), and handed to one writer
-//    thread that puts every change set pending at that moment into ONE SQLite transaction.
-//    The call returns only once that transaction is durable at the configured Durability.
-//  - A write that fails at any point (bad edit, invalid result, disk full) leaves memory and disk
-//    as they were before it, and throws ncstore::ds::Error.
-//  - The candidate datastore lives in memory only; running and startup are persisted.
+// The rules, numbered so that code and reviews can cite them ("rule 3"):
+//
+//  1. Locks, always taken in this order: the store's tree lock (phase-fair shared/exclusive),
+//     then the writer's queue lock, then the publisher's. A slot in the writer's queue (rule 8)
+//     is taken before the tree lock, never under it. No callback (a read function, a listener,
+//     a journal hook, an access policy) may call the Store.
+//  2. The tree lock guards the trees, the candidate, the datastore locks and the order of the
+//     writes. A write checks the datastore locks (RFC 6241, kept here so that the check and the
+//     write are one critical section), applies and validates the change, builds its change sets,
+//     asks the access policy and the journals, takes the next commit id and is queued, all in ONE
+//     exclusive critical section. Reads hold it shared, many at once, and never touch SQLite.
+//  3. Visible: a write is visible in memory once its critical section ends, before it is durable
+//     (so that many sessions' writes share one fsync). But a read only returns durable state:
+//     read() and snapshot() wait, after releasing the lock, until every write they saw is
+//     durable, and run again on reloaded memory if one of them failed. No caller ever gets data
+//     that then disappears; a reader waits at most one group commit while writes are in flight.
+//  4. Durable: one writer thread puts every change set queued at that moment (rule 8) into ONE
+//     SQLite transaction, with their journal rows and the last commit id; each write returns once
+//     its transaction is durable at the configured Durability. Commit ids increase in the order
+//     the writes were applied, which is the order they are queued and committed in.
+//  5. Published: then each write's logical change set (ncstore/changes.hpp) goes to the
+//     listeners, in commit order, on the publisher thread. A commit never waits for a listener.
+//  6. A write that fails before it is queued (bad edit, invalid result, in-use, access denied, a
+//     journal hook that throws) puts memory back: nothing of it reached readers, listeners or
+//     the disk. It throws Error.
+//  7. A transaction that fails (disk full, I/O error) is rolled back; its writes and every write
+//     queued after them fail with Error(OperationFailed); memory is reloaded from the file under
+//     the exclusive lock (readers that saw those writes read again, rule 3), and a candidate
+//     copied from running while they were in it is reset. The next write works as before. If
+//     memory cannot be reloaded, the store is out of service: every call throws until it is
+//     opened again.
+//  8. Bounded: a transaction carries at most maxBatchChangeSets change sets and maxBatchBytes;
+//     the WAL file holds about maxWalBytes at most (the writer restarts it between transactions);
+//     at most maxQueuedWrites writes are applied but not yet durable, and at most maxQueuedBytes
+//     of change sets wait for the writer: a further write waits (back-pressure) before it takes
+//     any lock, readers are not held up. At most maxUnpublished change sets wait for listeners:
+//     a slower listener loses the oldest and is told (ChangeListener::lost). A waiting write
+//     waits only for the reads in progress when it came; a read only for the writes waiting
+//     when it came.
+//  9. Candidate lives in memory only: its writes are never queued, have no commit id and are not
+//     published (the access policy still sees them); a commit is a write of running.
+//
+// What notifications and NACM get from this: a listener (RFC 6470 config-change, YANG-Push)
+// hears only of durable changes, in commit order, so it never announces a change that then
+// fails, and a receiver that reads the datastore after a notification sees that state or a
+// later one; read() returns the commit id of what it saw, so a receiver can start from a read
+// and apply exactly the change sets with higher ids. The access policy (NACM write access) sees
+// a write's change set before anything of it is visible or durable, and a refusal leaves
+// nothing behind. The commit history and the notification replay log are journals: their rows
+// are in the same transaction as the change, no more and no less durable.
 //
 // The datastore knows NETCONF edit semantics (operations, default-operation, insert) because
 // they define what a change is, but it never sees NETCONF messages: callers pass libyang trees.
@@ -24,10 +65,17 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ncstore::ds {
 
 enum class Datastore { Running, Startup, Candidate };
+
+struct ChangeSet;
+struct JournalRow;
+class ChangeListener;
+class AccessPolicy;
+using JournalHook = std::function<std::vector<std::string>(const ChangeSet& changes)>;
 /// "running", "startup", "candidate".
 const char* toString(Datastore ds);
 
@@ -57,6 +105,7 @@ enum class ErrorTag {
     OperationFailed,
     InUse,
     ResourceDenied,
+    AccessDenied,
 };
 /// The RFC 6241 spelling: "invalid-value", "data-exists", ...
 const char* toString(ErrorTag tag);
@@ -91,6 +140,35 @@ struct EditOptions {
     ErrorOption errorOption = ErrorOption::RollbackOnError;
 };
 
+/// Who writes; every write takes one. The datastore locks are checked against `session` in the
+/// same critical section as the write itself.
+struct WriteContext {
+    std::uint32_t session = 0; ///< NETCONF session id; 0 is the server itself, which no lock blocks
+    std::string user;          ///< the user behind the session
+    /// Checks the write's change set before anything of it is visible (ncstore/changes.hpp);
+    /// null: every write is allowed. Must outlive the call.
+    const AccessPolicy* policy = nullptr;
+    std::string host; ///< where the session comes from (the client's address), if known
+};
+
+/// RFC 6241 7.5 <lock>.
+enum class LockResult {
+    Granted,
+    HeldByOther,       ///< `holder` says by whom (the caller itself included: RFC 6241 says lock-denied)
+    CandidateModified, ///< candidate holds changes made by another session and not committed
+};
+struct LockOutcome {
+    LockResult result = LockResult::Granted;
+    std::uint32_t holder = 0;
+};
+/// RFC 6241 7.6 <unlock>.
+enum class UnlockResult { Released, NotLocked, HeldByOther };
+struct LockInfo {
+    Datastore ds;
+    std::uint32_t session;
+    std::chrono::system_clock::time_point since;
+};
+
 /// Where the time of one write went (microseconds), for server-side statistics.
 struct WriteTiming {
     std::uint64_t applyUs = 0;      ///< applying the edit to the in-memory tree
@@ -108,6 +186,18 @@ struct StoreOptions {
     Durability durability = Durability::Full;
     std::size_t maxBatchChangeSets = 4096;          ///< change sets per SQLite transaction
     std::size_t maxBatchBytes = 256u * 1024 * 1024; ///< bytes per SQLite transaction
+    /// Back-pressure: a write to running or startup (or a commit) waits, before it takes any
+    /// lock, while this many writes are applied but not yet durable...
+    std::size_t maxQueuedWrites = 1024;
+    /// ... or while the change sets waiting for the writer hold this many bytes.
+    std::size_t maxQueuedBytes = 256u * 1024 * 1024;
+    /// The WAL file is bounded by about this much: once a commit leaves more in it, the writer
+    /// checkpoints it whole and starts it again from its beginning (commits wait meanwhile; most
+    /// of it was copied back already, off the commit path), and a restarted WAL is truncated to it.
+    std::uint64_t maxWalBytes = 64u * 1024 * 1024;
+    /// A listener that falls further behind loses change sets (ChangeListener::lost): commits
+    /// never wait for listeners, so this bounds the memory they hold.
+    std::size_t maxUnpublished = 65536;
     /// Validate the whole stored data at open even when it was written under the same modules
     /// (otherwise only a changed module set triggers whole-tree validation at open).
     bool verifyOnOpen = false;
@@ -122,6 +212,8 @@ struct Stats {
     std::uint64_t bytesWritten = 0;   ///< payload bytes handed to SQLite
     std::uint64_t failedWrites = 0;   ///< writes refused or failed
     std::uint64_t maxBatch = 0;       ///< largest number of change sets in one transaction
+    std::uint64_t queueFullWaits = 0; ///< writes that waited for room in the writer queue
+    std::uint64_t changeSetsLost = 0; ///< change sets dropped for slow listeners
 };
 
 /// Online backup of the store file `file` to `dest` through SQLite's backup API: consistent while
@@ -144,8 +236,11 @@ public:
     Store& operator=(const Store&) = delete;
 
     /// Runs `fn` on the datastore's current tree (nullptr when empty) while holding a shared
-    /// lock. The tree includes default nodes (flag LYD_DEFAULT). Pointers must not escape `fn`.
-    void read(Datastore ds, const std::function<void(const lyd_node* tree)>& fn) const;
+    /// lock. The tree includes default nodes (flag LYD_DEFAULT). Pointers must not escape `fn`;
+    /// `fn` must not call the Store. Returns once everything `fn` saw is durable: when a write
+    /// it saw fails instead, `fn` runs again on the reloaded data (so `fn` must replace, not
+    /// accumulate, its result). Returns the commit id of the last write `fn` saw.
+    std::uint64_t read(Datastore ds, const std::function<void(const lyd_node* tree)>& fn) const;
 
     /// A deep copy of the datastore's whole tree (nullptr when empty).
     Tree snapshot(Datastore ds) const;
@@ -154,27 +249,64 @@ public:
     /// ietf-netconf:operation (merge, replace, create, delete, remove) and yang:insert/key/value
     /// for ordered-by-user lists. The result is validated; then made durable (running,
     /// startup). With TestOnly nothing changes. Throws Error; nothing changes on an error
-    /// (see ErrorOption for StopOnError).
-    WriteTiming edit(Datastore ds, const lyd_node* edit, const EditOptions& options = {});
+    /// (see ErrorOption for StopOnError); InUse when another session holds the lock of `ds`,
+    /// AccessDenied when `who.policy` refuses the change.
+    WriteTiming edit(const WriteContext& who, Datastore ds, const lyd_node* edit,
+                     const EditOptions& options = {});
 
     /// Replaces the whole content of `ds` with `config` (nullptr: empty). Validated first.
-    WriteTiming replace(Datastore ds, const lyd_node* config);
+    WriteTiming replace(const WriteContext& who, Datastore ds, const lyd_node* config);
     /// copy-config between datastores.
-    WriteTiming copy(Datastore from, Datastore to);
+    WriteTiming copy(const WriteContext& who, Datastore from, Datastore to);
     /// Empties `ds` (delete-config).
-    WriteTiming clear(Datastore ds);
+    WriteTiming clear(const WriteContext& who, Datastore ds);
 
     /// Validates the content of `ds`; throws Error describing the first problem.
     void validate(Datastore ds) const;
     /// Validates a complete configuration that is not in any datastore.
     void validate(const lyd_node* config) const;
 
-    /// Makes running equal to candidate (durable), then candidate tracks running again.
-    WriteTiming commit();
-    /// Candidate := running.
-    void discardChanges();
+    /// Makes running equal to candidate (durable), then candidate tracks running again. Needs
+    /// the locks of running and candidate to be free or `who`'s.
+    WriteTiming commit(const WriteContext& who);
+    /// Candidate := running. Needs the candidate lock to be free or `who`'s.
+    void discardChanges(const WriteContext& who);
     /// True when candidate differs from running through edits since the last commit/discard.
     bool candidateModified() const;
+
+    /// RFC 6241 7.5: candidate cannot be locked while it holds changes another session made.
+    LockOutcome lock(Datastore ds, std::uint32_t session);
+    /// RFC 6241 7.6; releasing the candidate lock discards candidate's uncommitted changes
+    /// (RFC 6241 8.3.5.2).
+    UnlockResult unlock(Datastore ds, std::uint32_t session);
+    /// The session ended: its locks are released (candidate's changes discarded with its lock).
+    /// Returns the datastores it held.
+    std::vector<Datastore> releaseSession(std::uint32_t session);
+    std::vector<LockInfo> locks() const;
+
+    /// Registers `listener` (ncstore/changes.hpp): from now on every durable change set of
+    /// running and startup with a commit id above the returned one reaches it, in commit order,
+    /// on the store's publisher thread. The listener must outlive its registration.
+    std::uint64_t addListener(ChangeListener& listener);
+    /// After this returns the listener is not called again. Not from the listener's callback.
+    void removeListener(ChangeListener& listener);
+
+    /// Registers the journal `name` (ncstore/changes.hpp): from now on every write to running
+    /// and startup with changes persists the rows `hook` returns for its change set, in the
+    /// same SQLite transaction. Registering a name again replaces its hook.
+    void addJournal(const std::string& name, JournalHook hook);
+    /// The rows of journal `name` with commit ids above `after`, in commit order. Reads the
+    /// file (not memory): sees only durable rows; callable from any thread.
+    void readJournal(const std::string& name, std::uint64_t after,
+                     const std::function<void(const JournalRow&)>& fn) const;
+    /// Retention: deletes the rows of journal `name` up to commit id `through`, durably, in
+    /// order with the writes.
+    void trimJournal(const std::string& name, std::uint64_t through);
+    /// Persists `row` in journal `name` under a commit id of its own, without any data change
+    /// (an event that belongs in a log beside the changes: a session that started, say): queued
+    /// in order with the writes, then published to the listeners as a change set of origin
+    /// Event carrying the row. Returns the commit id at once, without waiting for durability.
+    std::uint64_t appendJournal(const std::string& name, std::string row);
 
     /// Online backup to `dest` through SQLite's backup API (consistent while writes go on).
     void backup(const std::filesystem::path& dest) const;

@@ -1,0 +1,133 @@
+// The logical change set of a write, as a value: per changed node its path, schema node,
+// operation, and old and new values. The one seam through which notifications (RFC 6470
+// netconf-config-change, YANG-Push on-change), the commit history (undo) and NACM (write checks)
+// see what a write did.
+//
+// Promises:
+//  1. Content: applying `changes` in order to the datastore as it was before the write yields the
+//     datastore as it is after it. Default nodes (LYD_DEFAULT) do not count as present (RFC 6243
+//     basic mode "explicit"): a leaf that held only its default and is now set is a Create;
+//     a leaf set back to its default, and a node validation removed (a `when` turned false),
+//     are Deletes.
+//  2. Order: an edit's changes are listed as the edit engine made them; each old value is the
+//     state just before that change (so inverting them in reverse order undoes the write).
+//     Replace, copy-config, delete-config and commit list the net difference, found by a keyed
+//     comparison of the records that changed (cost proportional to what changed, never a whole
+//     tree diff): per parent, deletions first, then creations, updates and moves in the new
+//     document order.
+//  3. Values: terminals (leaf, leaf-list instance) carry canonical strings; inner nodes and
+//     anydata carry deep copies of their subtree, without parents, flags kept (default nodes
+//     inside keep LYD_DEFAULT: print with libyang's default, explicit, mode to leave them out).
+//  4. A change set is immutable once built; the store hands out `const ChangeSet&` or
+//     `std::shared_ptr<const ChangeSet>`. Reading it (printing its trees) from several threads is
+//     safe; nothing may modify it.
+#pragma once
+
+#include "ncstore/datastore.hpp"
+#include "ncstore/yang.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ncstore::ds {
+
+enum class ChangeOp {
+    Create,  ///< the node did not exist (or held only its default): new value / new subtree
+    Update,  ///< a leaf's value changed: old and new value
+    Replace, ///< an anydata/anyxml node's content changed: old and new subtree
+    Delete,  ///< the node and its subtree are gone (or back to their default): old value / subtree
+    Move,    ///< an ordered-by-user instance changed its position: `position`
+};
+/// "create", "update", "replace", "delete", "move".
+const char* toString(ChangeOp op);
+
+/// Where an ordered-by-user instance is after a Create or a Move (RFC 8072 "point"/"where").
+struct Position {
+    enum class Where { First, After };
+    Where where = Where::First;
+    std::string anchor; ///< After: the path of the instance it now follows
+};
+
+struct Change {
+    ChangeOp op = ChangeOp::Create;
+    /// Instance identifier of the node: a module-qualified data path with every key in a
+    /// predicate ("/ietf-interfaces:interfaces/interface[name='eth0']/mtu"), usable as an
+    /// RFC 6470 edit target and as a YANG Patch (RFC 8072) target.
+    std::string path;
+    const lysc_node* schema = nullptr;
+    std::optional<std::string> oldValue; ///< terminals: Update, Delete
+    std::optional<std::string> newValue; ///< terminals: Create, Update
+    Tree oldTree; ///< containers, list entries, anydata: Delete, Replace (the subtree before)
+    Tree newTree; ///< containers, list entries, anydata: Create, Replace (the subtree after)
+    std::optional<Position> position; ///< ordered-by-user instances: Create, Move
+};
+
+/// Which operation produced a change set. `Event`: no data changed, only journal rows were
+/// written (Store::appendJournal): the change set has no changes and carries its rows.
+enum class Origin { Edit, Replace, Copy, Clear, Commit, Event };
+const char* toString(Origin origin);
+
+struct ChangeSet {
+    /// The durable write's commit id: unique, increasing in commit order, kept across restarts
+    /// (gaps where writes failed). 0 for writes that are not persisted (candidate).
+    std::uint64_t commitId = 0;
+    Datastore datastore = Datastore::Running;
+    Origin origin = Origin::Edit;
+    std::uint32_t session = 0; ///< WriteContext::session of the write
+    std::string user;          ///< WriteContext::user of the write
+    std::string host;          ///< WriteContext::host of the write
+    std::vector<Change> changes;
+    /// The journal rows persisted with this change set, (journal name, row), as the journals'
+    /// hooks made them (or as Store::appendJournal was given them): a listener that publishes
+    /// what a journal logs needs not make it again. Set once the change set is durable.
+    std::vector<std::pair<std::string, std::string>> journal;
+};
+
+/// Receives every durable change set of running and startup, in commit order, once each, on the
+/// store's publisher thread: never on the commit path, so a slow listener delays no commit.
+class ChangeListener {
+public:
+    virtual ~ChangeListener() = default;
+    virtual void changed(const ChangeSet& changes) = 0;
+    /// The listener fell StoreOptions::maxUnpublished change sets behind: the change sets up to
+    /// commit id `through` were dropped for it. It must resynchronize (read the datastore, or
+    /// its journal) before it trusts the next changed().
+    virtual void lost(std::uint64_t through) = 0;
+};
+
+/// Decides whether a write may happen, from what it would change (NACM write access, RFC 8341).
+class AccessPolicy {
+public:
+    virtual ~AccessPolicy() = default;
+    /// Called with the change set of every write made with this policy (candidate edits and
+    /// test-only edits included), after validation and before anything of it is visible to
+    /// readers, listeners or the disk, under the store's exclusive lock: it must be quick and
+    /// must not call the Store. Throws Error to refuse (ErrorTag::AccessDenied for a denied
+    /// change; another tag when the content is refused, e.g. an invalid NACM configuration);
+    /// memory and disk are then unchanged.
+    ///
+    /// `result` is the datastore's whole tree as the write leaves it (any top-level sibling;
+    /// nullptr when it leaves the datastore empty): for an edit, the edited and validated tree;
+    /// for replace, copy and delete-config, the new content; for a commit, the candidate that
+    /// becomes running. Default nodes are in it (LYD_DEFAULT). It lets a policy find a changed
+    /// node with its ancestors (key predicates of access rules) and check what the write makes
+    /// of configuration it depends on (NACM validates the new /nacm here, so that a bad one is
+    /// refused like an invalid edit). Read only, valid during the call.
+    virtual void checkWrite(const ChangeSet& changes, const lyd_node* result) const = 0;
+};
+
+/// JournalHook (declared in datastore.hpp): a feature's rows to persist in the same SQLite
+/// transaction as a change set (its notification replay log, its commit history): exactly as
+/// durable as the change. Called for every non-empty change set of running and startup, with its
+/// commit id set, under the store's exclusive lock, before the change is visible: must be quick
+/// and must not call the Store. Throwing refuses the write (memory and disk unchanged).
+/// One persisted journal row.
+struct JournalRow {
+    std::uint64_t commitId;
+    std::string data;
+};
+
+} // namespace ncstore::ds
