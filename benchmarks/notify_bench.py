@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Notification clients for benchmarks/run (B12-B14): they frame and scan, never parse XML, so that
+the server is what is measured. NETCONF 1.1 over paramiko (Debian python3-paramiko).
+
+  notify_bench.py follow  --port P --user U --password W --names PREFIX --count N [--per-session K]
+  notify_bench.py latency --port P --user U --password W --edits N
+  notify_bench.py replay  --port P --user U --password W
+
+follow: subscribes (RFC 5277, stream NETCONF), prints "ready", then reads until it has seen N
+        config-change edits of interfaces named PREFIX<first+i> (or --idle seconds pass without one). Checks
+        what the benchmark must not assume: every i in [0, N) exactly once; with --per-session K, the
+        entries of one editing session (i // K) in the order it made them; eventTime never going back.
+latency: one session edits, another is subscribed: per edit, the time from the editor's <ok/> to the
+        subscriber's reading of its notification (p50/p99/max).
+replay: subscribes with a startTime before everything and times the replay up to replayComplete;
+        reports notifications/s and the largest number of edits one replayed notification carried.
+Each prints one JSON line.
+"""
+import argparse
+import json
+import re
+import socket
+import statistics
+import sys
+import threading
+import time
+
+import paramiko
+
+BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
+BASE_11 = "urn:ietf:params:netconf:base:1.1"
+NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
+IF_NS = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
+EOM = b"]]>]]>"
+END = b"</notification>"
+EVENT_TIME = re.compile(rb"<eventTime>([^<]+)</eventTime>")
+
+
+class Session:
+    def __init__(self, a):
+        sock = socket.create_connection((a.host, a.port), timeout=600)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.transport = paramiko.Transport(sock)
+        self.transport.connect(username=a.user, password=a.password)
+        self.chan = self.transport.open_session(window_size=64 << 20, max_packet_size=1 << 20)
+        self.chan.settimeout(600)
+        self.chan.invoke_subsystem("netconf")
+        self.buf = bytearray()
+        self._until(EOM)
+        self.chan.sendall((f'<hello xmlns="{BASE_NS}"><capabilities><capability>{BASE_11}</capability>'
+                           f'</capabilities></hello>').encode() + EOM)
+        self.mid = 0
+
+    def send(self, op):
+        self.mid += 1
+        msg = f'<rpc xmlns="{BASE_NS}" message-id="{self.mid}">{op}</rpc>'.encode()
+        self.chan.sendall(b"\n#%d\n" % len(msg) + msg + b"\n##\n")
+
+    def message(self):
+        """The next message (bytes)."""
+        out = bytearray()
+        while True:
+            self._need(4)
+            if self.buf[:4] == b"\n##\n":
+                del self.buf[:4]
+                return bytes(out)
+            end = self._find(b"\n", 2)
+            size = int(self.buf[2:end])
+            del self.buf[:end + 1]
+            self._need(size)
+            out += self.buf[:size]
+            del self.buf[:size]
+
+    def rpc(self, op):
+        self.send(op)
+        while True:
+            m = self.message()
+            if m.startswith(b"<rpc-reply") or b"<rpc-reply" in m[:200]:
+                if b"rpc-error" in m:
+                    raise RuntimeError("rpc-error: " + m[:800].decode(errors="replace"))
+                return m
+
+    def _fill(self):
+        data = self.chan.recv(4 << 20)
+        if not data:
+            raise EOFError("the server closed the session")
+        self.buf += data
+
+    def _need(self, n):
+        while len(self.buf) < n:
+            self._fill()
+
+    def _find(self, marker, start):
+        while True:
+            at = self.buf.find(marker, start)
+            if at >= 0:
+                return at
+            self._fill()
+
+    def _until(self, marker):
+        end = self._find(marker, 0)
+        out = bytes(self.buf[:end])
+        del self.buf[:end + len(marker)]
+        return out
+
+
+def follow(a):
+    s = Session(a)
+    s.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
+    print("ready", flush=True)
+    names = re.compile(rb"interface\[[\w.-]*:?name=(?:&apos;|')" + re.escape(a.names.encode()) + rb"(\d+)")
+    seen = {}
+    dup = 0
+    order = 0
+    last_by_session = {}
+    last_time = b""
+    time_back = 0
+    start = time.perf_counter()
+    s.chan.settimeout(a.idle)
+    try:
+        while len(seen) < a.count:
+            m = s.message()
+            if END not in m:
+                continue
+            t = EVENT_TIME.search(m)
+            if t:
+                if t.group(1) < last_time:
+                    time_back += 1
+                last_time = t.group(1)
+            for i in (int(x) - a.first for x in names.findall(m)):
+                if i in seen:
+                    dup += 1
+                seen[i] = True
+                if a.per_session:
+                    sess = i // a.per_session
+                    if last_by_session.get(sess, -1) > i:
+                        order += 1
+                    last_by_session[sess] = i
+    except (socket.timeout, TimeoutError, EOFError) as e:
+        err = repr(e)
+    else:
+        err = None
+    missing = sum(1 for i in range(a.count) if i not in seen)
+    print(json.dumps({"received": len(seen), "duplicates": dup, "missing": missing, "order_violations": order,
+                      "time_going_back": time_back, "seconds": time.perf_counter() - start, "error": err}),
+          flush=True)
+
+
+def iface_edit(name):
+    return (f'<edit-config><target><running/></target><config><interfaces xmlns="{IF_NS}"><interface>'
+            f'<name>{name}</name><type xmlns:ia="urn:ietf:params:xml:ns:yang:iana-if-type">ia:ethernetCsmacd</type>'
+            f'</interface></interfaces></config></edit-config>')
+
+
+def latency(a):
+    sub = Session(a)
+    sub.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
+    editor = Session(a)
+    received = {}
+    names = re.compile(rb"name=(?:&apos;|')lat(\d+)")
+
+    def reader():
+        while len(received) < a.edits:
+            m = sub.message()
+            now = time.perf_counter()
+            for i in names.findall(m):
+                received.setdefault(int(i), now)
+
+    editor.rpc(iface_edit("lat-sentinel"))  # the container exists: each edit then names its entry
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    acked = {}
+    for i in range(a.edits):
+        editor.rpc(iface_edit(f"lat{i}"))
+        acked[i] = time.perf_counter()
+        time.sleep(a.gap)
+    t.join(timeout=60)
+    lat = sorted(received[i] - acked[i] for i in acked if i in received)
+    print(json.dumps({"edits": a.edits, "received": len(lat),
+                      "p50_s": statistics.median(lat) if lat else None,
+                      "p99_s": lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else None,
+                      "max_s": lat[-1] if lat else None,
+                      # A notification read before its <ok/> came back: negative latency.
+                      "before_ok": sum(1 for x in lat if x < 0)}), flush=True)
+
+
+def replay(a):
+    s = Session(a)
+    t0 = time.perf_counter()
+    s.send(f'<create-subscription xmlns="{NOTIF_NS}"><startTime>2000-01-01T00:00:00Z</startTime>'
+           f'</create-subscription>')
+    count = 0
+    most_edits = 0
+    total_bytes = 0
+    while True:
+        m = s.message()
+        total_bytes += len(m)
+        if b"replayComplete" in m:
+            break
+        if END in m:
+            count += 1
+            most_edits = max(most_edits, m.count(b"<edit>"))
+    secs = time.perf_counter() - t0
+    print(json.dumps({"notifications": count, "seconds": secs, "per_s": count / secs if secs else None,
+                      "most_edits_in_one": most_edits, "bytes": total_bytes}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--user", required=True)
+    ap.add_argument("--password", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("follow")
+    f.add_argument("--names", required=True)
+    f.add_argument("--count", type=int, required=True)
+    f.add_argument("--first", type=int, default=0, help="the names are PREFIX<first> .. PREFIX<first+count-1>")
+    f.add_argument("--per-session", type=int, default=0)
+    f.add_argument("--idle", type=float, default=120)
+    lt = sub.add_parser("latency")
+    lt.add_argument("--edits", type=int, default=1000)
+    lt.add_argument("--gap", type=float, default=0.002, help="seconds between edits")
+    sub.add_parser("replay")
+    a = ap.parse_args()
+    {"follow": follow, "latency": latency, "replay": replay}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
