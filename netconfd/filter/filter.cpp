@@ -4,6 +4,7 @@
 
 #include <libyang/plugins_types.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <iterator>
@@ -663,10 +664,17 @@ Selection selectSubtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std:
             throw Error("subtree filter is not well-formed: " + lastError(ctx));
         }
         lyd_node* f = nullptr;
-        if (lyd_find_path(op, "filter", 0, &f) != LY_SUCCESS) {
+        if (lyd_find_path(op, "filter", 0, &f) != LY_SUCCESS || !f->schema ||
+            !(f->schema->nodetype & LYD_NODE_ANY)) {
             throw Error("subtree filter: no filter after parsing");
         }
-        return selectSubtreeOfAnyxml(data, f);
+        // Not selectSubtreeOfAnyxml(): text that libyang keeps as a string would come back here
+        // and recurse until the stack overflows (a filter of "%" stopped the server).
+        const auto* any = reinterpret_cast<const lyd_node_any*>(f);
+        if (any->value_type != LYD_ANYDATA_DATATREE) {
+            throw Error("subtree filter: text where elements are expected");
+        }
+        return selectSubtree(data, any->value.tree);
     }
     lyd_node* parsed = nullptr;
     LY_ERR rc = lyd_parse_data_mem(ctx, xml.c_str(), LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0, &parsed);
@@ -775,7 +783,23 @@ Tree apply(const lyd_node* data, const lyd_node* filterNode) {
 }
 
 std::string applyXml(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions) {
-    const Selection s = selectApply(data, filterNode);
+    return applySubtreeXmlWithout(data, filterNode, printOptions, {});
+}
+
+std::string applySubtreeXmlWithout(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions,
+                                   const std::vector<const lyd_node*>& absent) {
+    if (!absent.empty() && xpathSelect(filterNode)) {
+        throw std::invalid_argument("filter: leaving nodes out is for subtree filters only");
+    }
+    Selection s = selectApply(data, filterNode);
+    for (const lyd_node* a : absent) {
+        if (lyd_parent(a)) {
+            throw std::invalid_argument("filter: only top-level nodes can be left out");
+        }
+        if (s.root.kids.erase(a)) {
+            s.root.order.erase(std::find(s.root.order.begin(), s.root.order.end(), a));
+        }
+    }
     std::string out;
     if (s.first) {
         render(s.root, nullptr, s.first, (printOptions & ~LYD_PRINT_WITHSIBLINGS) | LYD_PRINT_SHRINK, out);

@@ -25,6 +25,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ncstore::filter {
 
@@ -59,7 +60,7 @@ public:
 /// Attribute-match expressions are not supported: attributes in the filter are ignored.
 Tree subtree(const lyd_node* data, const lyd_node* filter);
 
-/// The `filter` anyxml node of a get/get-config RPC as libnetconf2 hands it over (value of
+/// The `filter` anyxml node of a parsed get/get-config RPC (value of
 /// type LYD_ANYDATA_DATATREE, or an XML string which is parsed here with
 /// LYD_PARSE_ONLY | LYD_PARSE_OPAQ in the context of `filterNode`), evaluated as subtree().
 Tree subtreeOfAnyxml(const lyd_node* data, const lyd_node* filterNode);
@@ -100,6 +101,14 @@ Tree apply(const lyd_node* data, const lyd_node* filterNode);
 /// devices). The text is equivalent to printing apply()'s tree: same elements, values and
 /// default attributes; an element may repeat an xmlns its parent already declared.
 std::string applyXml(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions);
+
+/// applyXml() of a subtree filter on `data` without the top-level nodes `absent` (NACM: what the
+/// user may not read): the result is what the filter selects from the forest those nodes are
+/// not in, without copying it. A subtree filter selects among top-level nodes one by one, so
+/// leaving some out changes nothing else. Not for XPath filters, whose predicates may look at
+/// any node: throws std::invalid_argument.
+std::string applySubtreeXmlWithout(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions,
+                                   const std::vector<const lyd_node*>& absent);
 
 /// The `select` expression of an ietf-netconf `filter` node with type="xpath" (possibly ""),
 /// or nullopt when the node has type subtree or none. Throws Error when type is xpath but

@@ -67,13 +67,13 @@ Tree parseEditContent(const ly_ctx* ctx, const std::string& text) {
     std::optional<Tree> tree = parseWith(0);
     if (!tree) {
         auto e = fromLibyang(ctx);
-        if (e.tag == "unknown-namespace" && (e.badElement.empty() || e.badElement == "config")) {
+        if (e.tag == ErrorTag::UnknownNamespace && (e.badElement.empty() || e.badElement == "config")) {
             // libyang names only the namespace: find the element that declared it.
             if (auto name = elementDeclaring(text, e.badNamespace); !name.empty()) {
                 e.badElement = std::move(name);
             }
         }
-        if (e.type == ErrorType::Application && e.tag != "invalid-value") {
+        if (e.type == ErrorType::Application && e.tag != ErrorTag::InvalidValue) {
             // Unknown elements and namespaces in <config> are protocol errors (RFC 6241 App. A).
             e.type = ErrorType::Protocol;
         }

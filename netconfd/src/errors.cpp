@@ -1,51 +1,108 @@
 #include "errors.hpp"
 
-#include <nc_server.h>
+#include "hello.hpp"
 
+#include <algorithm>
 #include <map>
 #include <regex>
+#include <vector>
 
 namespace ncstore::netconfd {
 
 namespace {
 
-const std::map<std::string, NC_ERR>& tagTable() {
-    static const std::map<std::string, NC_ERR> table{
-        {"in-use", NC_ERR_IN_USE},
-        {"invalid-value", NC_ERR_INVALID_VALUE},
-        {"too-big", NC_ERR_TOO_BIG},
-        {"missing-attribute", NC_ERR_MISSING_ATTR},
-        {"bad-attribute", NC_ERR_BAD_ATTR},
-        {"unknown-attribute", NC_ERR_UNKNOWN_ATTR},
-        {"missing-element", NC_ERR_MISSING_ELEM},
-        {"bad-element", NC_ERR_BAD_ELEM},
-        {"unknown-element", NC_ERR_UNKNOWN_ELEM},
-        {"unknown-namespace", NC_ERR_UNKNOWN_NS},
-        {"access-denied", NC_ERR_ACCESS_DENIED},
-        {"lock-denied", NC_ERR_LOCK_DENIED},
-        {"resource-denied", NC_ERR_RES_DENIED},
-        {"rollback-failed", NC_ERR_ROLLBACK_FAILED},
-        {"data-exists", NC_ERR_DATA_EXISTS},
-        {"data-missing", NC_ERR_DATA_MISSING},
-        {"operation-not-supported", NC_ERR_OP_NOT_SUPPORTED},
-        {"operation-failed", NC_ERR_OP_FAILED},
-        {"malformed-message", NC_ERR_MALFORMED_MSG},
-    };
-    return table;
-}
-
-NC_ERR_TYPE ncType(ErrorType t) {
+const char* typeName(ErrorType t) {
     switch (t) {
     case ErrorType::Transport:
-        return NC_ERR_TYPE_TRAN;
+        return "transport";
     case ErrorType::Rpc:
-        return NC_ERR_TYPE_RPC;
+        return "rpc";
     case ErrorType::Protocol:
-        return NC_ERR_TYPE_PROT;
+        return "protocol";
     case ErrorType::Application:
         break;
     }
-    return NC_ERR_TYPE_APP;
+    return "application";
+}
+
+/// RFC 6241 Appendix A fixes the error-type of some tags whatever the source.
+ErrorType fixedType(ErrorTag tag, ErrorType given) {
+    if (tag == ErrorTag::LockDenied) {
+        return ErrorType::Protocol;
+    }
+    if (tag == ErrorTag::DataExists || tag == ErrorTag::DataMissing) {
+        return ErrorType::Application;
+    }
+    if (tag == ErrorTag::MalformedMessage) {
+        return ErrorType::Rpc;
+    }
+    return given;
+}
+
+ErrorTag fromDatastoreTag(ds::ErrorTag tag) {
+    switch (tag) {
+    case ds::ErrorTag::InvalidValue:
+        return ErrorTag::InvalidValue;
+    case ds::ErrorTag::MissingElement:
+        return ErrorTag::MissingElement;
+    case ds::ErrorTag::BadElement:
+        return ErrorTag::BadElement;
+    case ds::ErrorTag::UnknownElement:
+        return ErrorTag::UnknownElement;
+    case ds::ErrorTag::UnknownNamespace:
+        return ErrorTag::UnknownNamespace;
+    case ds::ErrorTag::MissingAttribute:
+        return ErrorTag::MissingAttribute;
+    case ds::ErrorTag::BadAttribute:
+        return ErrorTag::BadAttribute;
+    case ds::ErrorTag::DataExists:
+        return ErrorTag::DataExists;
+    case ds::ErrorTag::DataMissing:
+        return ErrorTag::DataMissing;
+    case ds::ErrorTag::OperationNotSupported:
+        return ErrorTag::OperationNotSupported;
+    case ds::ErrorTag::InUse:
+        return ErrorTag::InUse;
+    case ds::ErrorTag::ResourceDenied:
+        return ErrorTag::ResourceDenied;
+    case ds::ErrorTag::AccessDenied:
+        return ErrorTag::AccessDenied;
+    case ds::ErrorTag::OperationFailed:
+        break;
+    }
+    return ErrorTag::OperationFailed;
+}
+
+void element(std::string& out, const char* name, const std::string& text) {
+    out += '<';
+    out += name;
+    out += '>';
+    appendXmlEscaped(out, text);
+    out += "</";
+    out += name;
+    out += '>';
+}
+
+/// xmlns declarations for the module-name prefixes of an error-path ("/ietf-interfaces:a/b"),
+/// which RFC 6241 4.3 interprets with the namespaces in scope on the rpc-error.
+std::string pathNamespaces(const std::string& path, const ly_ctx* ctx) {
+    std::string out;
+    std::vector<std::string> seen;
+    static const std::regex prefix(R"(([A-Za-z_][A-Za-z0-9_.-]*):)");
+    for (auto it = std::sregex_iterator(path.begin(), path.end(), prefix); it != std::sregex_iterator();
+         ++it) {
+        const std::string name = (*it)[1];
+        if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+            continue;
+        }
+        seen.push_back(name);
+        if (const lys_module* mod = ctx ? ly_ctx_get_module_implemented(ctx, name.c_str()) : nullptr) {
+            out += " xmlns:" + name + "=\"";
+            appendXmlEscaped(out, mod->ns);
+            out += '"';
+        }
+    }
+    return out;
 }
 
 /// The last segment's node name of a data path, without prefix and predicates.
@@ -119,8 +176,52 @@ std::string elementDeclaring(const std::string& xml, const std::string& ns) {
     return {};
 }
 
+const char* toString(ErrorTag tag) {
+    switch (tag) {
+    case ErrorTag::InUse:
+        return "in-use";
+    case ErrorTag::InvalidValue:
+        return "invalid-value";
+    case ErrorTag::TooBig:
+        return "too-big";
+    case ErrorTag::MissingAttribute:
+        return "missing-attribute";
+    case ErrorTag::BadAttribute:
+        return "bad-attribute";
+    case ErrorTag::UnknownAttribute:
+        return "unknown-attribute";
+    case ErrorTag::MissingElement:
+        return "missing-element";
+    case ErrorTag::BadElement:
+        return "bad-element";
+    case ErrorTag::UnknownElement:
+        return "unknown-element";
+    case ErrorTag::UnknownNamespace:
+        return "unknown-namespace";
+    case ErrorTag::AccessDenied:
+        return "access-denied";
+    case ErrorTag::LockDenied:
+        return "lock-denied";
+    case ErrorTag::ResourceDenied:
+        return "resource-denied";
+    case ErrorTag::RollbackFailed:
+        return "rollback-failed";
+    case ErrorTag::DataExists:
+        return "data-exists";
+    case ErrorTag::DataMissing:
+        return "data-missing";
+    case ErrorTag::OperationNotSupported:
+        return "operation-not-supported";
+    case ErrorTag::OperationFailed:
+        return "operation-failed";
+    case ErrorTag::MalformedMessage:
+        return "malformed-message";
+    }
+    return "operation-failed";
+}
+
 RpcError fromDatastore(const ds::Error& e) {
-    RpcError out(ds::toString(e.tag()), ErrorType::Application, e.what());
+    RpcError out(fromDatastoreTag(e.tag()), ErrorType::Application, e.what());
     out.path = dataPathOf(e.path());
     out.appTag = e.appTag();
     switch (e.tag()) {
@@ -138,11 +239,11 @@ RpcError fromDatastore(const ds::Error& e) {
     return out;
 }
 
-RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag) {
+RpcError fromLibyangItem(const ly_err_item& item, ErrorTag fallbackTag) {
     const std::string msg = item.msg ? item.msg : "invalid input";
     const std::string path = dataPathOf(item.path ? item.path : "");
     std::smatch m;
-    auto make = [&](const std::string& tag) {
+    auto make = [&](ErrorTag tag) {
         RpcError e(tag, ErrorType::Application, msg);
         e.path = path;
         if (item.apptag) {
@@ -151,56 +252,69 @@ RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag
         return e;
     };
 
+    if (msg.find("maximum number of open elements") != std::string::npos) {
+        // libyang's nesting limit: the document is refused as a whole, like broken XML.
+        RpcError e = RpcError::malformedMessage("the XML is nested too deeply: " + msg);
+        e.path = path;
+        return e;
+    }
     static const std::regex unknownNs(R"(No module with namespace \"([^\"]*)\")");
     static const std::regex unknownPrefix(R"(Unknown XML prefix \"([^\"]*)\")");
     static const std::regex notFound(R"(Node \"([^\"]*)\" not found)");
     static const std::regex missingKey(R"(missing its key \"([^\"]*)\")");
     static const std::regex anyNode(R"(\"([A-Za-z_][A-Za-z0-9_.-]*)\")");
 
+    if (std::regex_search(msg, m, unknownNs) && m[1] == "(null)") {
+        // libyang's words for an element whose prefix no xmlns declares: not namespace-well-formed.
+        auto e = RpcError::malformedMessage("an element uses a namespace prefix that is not declared");
+        e.path = path;
+        return e;
+    }
     if (std::regex_search(msg, m, unknownNs)) {
-        auto e = make("unknown-namespace");
+        auto e = make(ErrorTag::UnknownNamespace);
         e.badNamespace = m[1];
         e.badElement = path.empty() ? std::string("config") : lastNodeName(path);
         return e;
     }
     if (std::regex_search(msg, m, unknownPrefix)) {
-        auto e = make("unknown-namespace");
-        e.badNamespace = m[1];
-        e.badElement = path.empty() ? std::string("config") : lastNodeName(path);
+        auto e =
+            RpcError::malformedMessage("the namespace prefix \"" + std::string(m[1]) + "\" is not declared");
+        e.path = path;
         return e;
     }
     if (std::regex_search(msg, m, notFound)) {
-        auto e = make("unknown-element");
+        auto e = make(ErrorTag::UnknownElement);
         e.badElement = m[1];
         return e;
     }
     if (std::regex_search(msg, m, missingKey)) {
-        auto e = make("missing-element");
+        auto e = make(ErrorTag::MissingElement);
         e.badElement = m[1];
         return e;
     }
     if (msg.find("Mandatory node") != std::string::npos) {
-        auto e = make("missing-element");
+        auto e = make(ErrorTag::MissingElement);
         if (std::regex_search(msg, m, anyNode)) {
             e.badElement = m[1];
         }
         return e;
     }
     if (msg.find("Duplicate instance") != std::string::npos) {
-        auto e = make("bad-element");
+        auto e = make(ErrorTag::BadElement);
         e.badElement = lastNodeName(path);
         return e;
     }
     if (msg.find("Invalid") != std::string::npos || msg.find("does not satisfy") != std::string::npos ||
+        msg.find("Storing value failed") != std::string::npos ||
         msg.find("Unsatisfied") != std::string::npos || item.vecode == LYVE_DATA) {
-        auto e = make("invalid-value");
+        auto e = make(ErrorTag::InvalidValue);
         if (!path.empty()) {
             e.badElement = lastNodeName(path);
         }
         return e;
     }
     if (item.vecode == LYVE_SYNTAX || item.vecode == LYVE_SYNTAX_XML || item.vecode == LYVE_SYNTAX_JSON) {
-        return make("malformed-message");
+        return make(ErrorTag::MalformedMessage);
     }
     auto e = make(fallbackTag);
     if (!path.empty()) {
@@ -209,7 +323,7 @@ RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag
     return e;
 }
 
-RpcError fromLibyang(const ly_ctx* ctx, const std::string& fallbackTag) {
+RpcError fromLibyang(const ly_ctx* ctx, ErrorTag fallbackTag) {
     const ly_err_item* item = ly_err_last(ctx);
     if (!item) {
         return RpcError(fallbackTag, ErrorType::Application, "invalid input");
@@ -217,60 +331,45 @@ RpcError fromLibyang(const ly_ctx* ctx, const std::string& fallbackTag) {
     return fromLibyangItem(*item, fallbackTag);
 }
 
-lyd_node* toNcErr(const ly_ctx* ctx, const RpcError& e) {
-    const auto& table = tagTable();
-    const auto it = table.find(e.tag);
-    const NC_ERR tag = it == table.end() ? NC_ERR_OP_FAILED : it->second;
-    const NC_ERR_TYPE type = ncType(e.type);
-    const char* elem = e.badElement.empty() ? nullptr : e.badElement.c_str();
-    lyd_node* err = nullptr;
-    switch (tag) {
-    case NC_ERR_MISSING_ATTR:
-    case NC_ERR_BAD_ATTR:
-    case NC_ERR_UNKNOWN_ATTR:
-        err = nc_err(ctx, tag, type, e.badAttribute.c_str(), elem ? elem : "");
-        break;
-    case NC_ERR_MISSING_ELEM:
-    case NC_ERR_BAD_ELEM:
-    case NC_ERR_UNKNOWN_ELEM:
-        err = nc_err(ctx, tag, type, elem ? elem : "");
-        break;
-    case NC_ERR_UNKNOWN_NS:
-        err = nc_err(ctx, tag, type, elem ? elem : "", e.badNamespace.c_str());
-        break;
-    case NC_ERR_LOCK_DENIED:
-        err = nc_err(ctx, tag, e.sessionId);
-        break;
-    case NC_ERR_DATA_EXISTS:
-    case NC_ERR_DATA_MISSING:
-    case NC_ERR_MALFORMED_MSG:
-        err = nc_err(ctx, tag);
-        break;
-    default:
-        err = nc_err(ctx, tag, type);
-        if (e.sessionId != 0 && tag == NC_ERR_IN_USE) {
-            nc_err_set_sid(err, e.sessionId);
-        }
-        break;
+void appendRpcError(std::string& out, const RpcError& e, const ly_ctx* ctx) {
+    const ErrorTag tag = e.tag;
+    out += "<rpc-error>";
+    element(out, "error-type", typeName(fixedType(tag, e.type)));
+    element(out, "error-tag", toString(tag));
+    element(out, "error-severity", "error");
+    if (!e.appTag.empty()) {
+        element(out, "error-app-tag", e.appTag);
     }
-    if (!err) {
-        err = nc_err(ctx, NC_ERR_OP_FAILED, NC_ERR_TYPE_APP);
+    if (!e.path.empty()) {
+        out += "<error-path" + pathNamespaces(e.path, ctx) + ">";
+        appendXmlEscaped(out, e.path);
+        out += "</error-path>";
     }
-    if (err && e.what()[0] != '\0') {
-        nc_err_set_msg(err, e.what(), "en");
+    if (e.what()[0] != '\0') {
+        out += "<error-message xml:lang=\"en\">";
+        appendXmlEscaped(out, e.what());
+        out += "</error-message>";
     }
-    if (err && !e.path.empty()) {
-        nc_err_set_path(err, e.path.c_str());
+    std::string info;
+    const bool attributeTag = tag == ErrorTag::MissingAttribute || tag == ErrorTag::BadAttribute ||
+                              tag == ErrorTag::UnknownAttribute;
+    if (attributeTag) {
+        element(info, "bad-attribute", e.badAttribute);
     }
-    if (err && !e.appTag.empty()) {
-        nc_err_set_app_tag(err, e.appTag.c_str());
+    if (!e.badElement.empty() || attributeTag || tag == ErrorTag::MissingElement ||
+        tag == ErrorTag::BadElement || tag == ErrorTag::UnknownElement || tag == ErrorTag::UnknownNamespace) {
+        element(info, "bad-element", e.badElement);
     }
-    if (err && elem && tag != NC_ERR_MISSING_ELEM && tag != NC_ERR_BAD_ELEM && tag != NC_ERR_UNKNOWN_ELEM &&
-        tag != NC_ERR_UNKNOWN_NS && tag != NC_ERR_MISSING_ATTR && tag != NC_ERR_BAD_ATTR &&
-        tag != NC_ERR_UNKNOWN_ATTR) {
-        nc_err_add_bad_elem(err, elem);
+    if (tag == ErrorTag::UnknownNamespace) {
+        element(info, "bad-namespace", e.badNamespace);
     }
-    return err;
+    if (tag == ErrorTag::LockDenied || (tag == ErrorTag::InUse && e.sessionId != 0)) {
+        element(info, "session-id", std::to_string(e.sessionId));
+    }
+    if (!info.empty()) {
+        out += "<error-info>" + info + "</error-info>";
+    }
+    out += "</rpc-error>";
 }
 
 } // namespace ncstore::netconfd

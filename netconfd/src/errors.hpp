@@ -2,7 +2,7 @@
 //
 // Promises: every failure an operation handler can meet (datastore errors, libyang parse or
 // validation errors, our own protocol checks) becomes one RpcError with an RFC error-tag;
-// toNcErr turns it into the libnetconf2 error tree. Nothing here depends on a live session.
+// appendRpcError prints it as the <rpc-error> element. Nothing here depends on a live session.
 #pragma once
 
 #include "ncstore/datastore.hpp"
@@ -10,6 +10,7 @@
 #include <libyang/libyang.h>
 
 #include <cstdint>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 
@@ -17,13 +18,72 @@ namespace ncstore::netconfd {
 
 enum class ErrorType { Transport, Rpc, Protocol, Application };
 
+/// The error-tags of RFC 6241 Appendix A.
+enum class ErrorTag {
+    InUse,
+    InvalidValue,
+    TooBig,
+    MissingAttribute,
+    BadAttribute,
+    UnknownAttribute,
+    MissingElement,
+    BadElement,
+    UnknownElement,
+    UnknownNamespace,
+    AccessDenied,
+    LockDenied,
+    ResourceDenied,
+    RollbackFailed,
+    DataExists,
+    DataMissing,
+    OperationNotSupported,
+    OperationFailed,
+    MalformedMessage,
+};
+/// The RFC spelling: "in-use", "invalid-value", ...
+const char* toString(ErrorTag tag);
+inline std::ostream& operator<<(std::ostream& out, ErrorTag tag) {
+    return out << toString(tag);
+}
+
 class RpcError : public std::runtime_error {
 public:
-    /// `tag` is the RFC 6241 error-tag spelling, e.g. "invalid-value".
-    RpcError(std::string errorTag, ErrorType errorType, const std::string& message)
-        : std::runtime_error(message), tag(std::move(errorTag)), type(errorType) {}
+    RpcError(ErrorTag errorTag, ErrorType errorType, const std::string& message)
+        : std::runtime_error(message), tag(errorTag), type(errorType) {}
 
-    std::string tag;
+    // The usual cases, with the error-type RFC 6241 gives them.
+    static RpcError invalidValue(const std::string& message, std::string element = {},
+                                 ErrorType type = ErrorType::Protocol) {
+        return RpcError(ErrorTag::InvalidValue, type, message).withBadElement(std::move(element));
+    }
+    static RpcError missingElement(std::string element, const std::string& message) {
+        return RpcError(ErrorTag::MissingElement, ErrorType::Protocol, message)
+            .withBadElement(std::move(element));
+    }
+    static RpcError operationNotSupported(const std::string& message) {
+        return RpcError(ErrorTag::OperationNotSupported, ErrorType::Protocol, message);
+    }
+    static RpcError operationFailed(const std::string& message, ErrorType type = ErrorType::Application) {
+        return RpcError(ErrorTag::OperationFailed, type, message);
+    }
+    /// The datastore is locked by session `holder` (RFC 6241 7.5, 7.6).
+    static RpcError inUse(const std::string& message, std::uint32_t holder) {
+        return RpcError(ErrorTag::InUse, ErrorType::Protocol, message).withSessionId(holder);
+    }
+    /// A lock cannot be granted; `holder` goes to error-info (0: nobody in particular).
+    static RpcError lockDenied(const std::string& message, std::uint32_t holder) {
+        return RpcError(ErrorTag::LockDenied, ErrorType::Protocol, message).withSessionId(holder);
+    }
+    /// NACM refused (RFC 8341 3.4): error-path names the first denied node, if any.
+    static RpcError accessDenied(const std::string& message, std::string path = {},
+                                 ErrorType type = ErrorType::Application) {
+        return RpcError(ErrorTag::AccessDenied, type, message).withPath(std::move(path));
+    }
+    static RpcError malformedMessage(const std::string& message) {
+        return RpcError(ErrorTag::MalformedMessage, ErrorType::Rpc, message);
+    }
+
+    ErrorTag tag;
     ErrorType type;
     std::string path;            ///< error-path
     std::string appTag;          ///< error-app-tag
@@ -54,9 +114,9 @@ public:
 RpcError fromDatastore(const ds::Error& e);
 /// The last error libyang recorded in `ctx` while parsing or validating client input.
 /// `fallbackTag` is used when the error kind cannot be recognized.
-RpcError fromLibyang(const ly_ctx* ctx, const std::string& fallbackTag = "invalid-value");
+RpcError fromLibyang(const ly_ctx* ctx, ErrorTag fallbackTag = ErrorTag::InvalidValue);
 /// Same, from one error item (exposed for tests).
-RpcError fromLibyangItem(const ly_err_item& item, const std::string& fallbackTag = "invalid-value");
+RpcError fromLibyangItem(const ly_err_item& item, ErrorTag fallbackTag = ErrorTag::InvalidValue);
 
 /// The data path in a libyang error location ("Data location \"/a:b\", line number 5."), or "".
 std::string dataPathOf(const std::string& location);
@@ -65,7 +125,9 @@ std::string dataPathOf(const std::string& location);
 /// xmlns:p="ns"), or "": libyang names only the namespace it does not know.
 std::string elementDeclaring(const std::string& xml, const std::string& ns);
 
-/// The libnetconf2 error tree (opaque <rpc-error> node) for `e`; never nullptr.
-lyd_node* toNcErr(const ly_ctx* ctx, const RpcError& e);
+/// Appends the <rpc-error> element (RFC 6241 section 4.3, in the base namespace of the
+/// enclosing <rpc-reply>) for `e`. The module-name prefixes of its error-path are declared on
+/// the error-path element (`ctx` names their namespaces).
+void appendRpcError(std::string& out, const RpcError& e, const ly_ctx* ctx);
 
 } // namespace ncstore::netconfd

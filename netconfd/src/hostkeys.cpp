@@ -1,10 +1,9 @@
 #include "hostkeys.hpp"
 
+#include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
 
 #include <libssh/libssh.h>
-
-#include <sys/stat.h>
 
 #include <memory>
 #include <stdexcept>
@@ -19,8 +18,13 @@ struct SshKeyDeleter {
 };
 using SshKey = std::unique_ptr<std::remove_pointer_t<ssh_key>, SshKeyDeleter>;
 
+struct SshStringDeleter {
+    void operator()(char* s) const noexcept { ssh_string_free_char(s); }
+};
+
 void generate(const std::filesystem::path& file, ssh_keytypes_e type, int bits) {
     if (std::filesystem::exists(file)) {
+        files::ensurePrivateFile(file); // one copied in readable by others is made private
         return;
     }
     ssh_key raw = nullptr;
@@ -28,19 +32,13 @@ void generate(const std::filesystem::path& file, ssh_keytypes_e type, int bits) 
         throw std::runtime_error("cannot generate SSH host key " + file.string());
     }
     SshKey key{raw};
-    // Write beside, then rename: a crash never leaves a truncated key behind.
-    const auto tmp = file.string() + ".tmp";
-    if (ssh_pki_export_privkey_file(key.get(), nullptr, nullptr, nullptr, tmp.c_str()) != SSH_OK) {
-        throw std::runtime_error("cannot write SSH host key " + tmp);
+    char* raw64 = nullptr;
+    if (ssh_pki_export_privkey_base64(key.get(), nullptr, nullptr, nullptr, &raw64) != SSH_OK) {
+        throw std::runtime_error("cannot export SSH host key " + file.string());
     }
-    if (::chmod(tmp.c_str(), 0600) != 0) {
-        throw std::runtime_error("cannot chmod SSH host key " + tmp);
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, file, ec);
-    if (ec) {
-        throw std::runtime_error("cannot rename " + tmp + ": " + ec.message());
-    }
+    const std::unique_ptr<char, SshStringDeleter> text{raw64};
+    // Written 0600 beside, then renamed: never a truncated or readable key, whatever the umask.
+    files::writePrivateFile(file, text.get());
     NCS_LOG(info) << "generated SSH host key " << file.string();
 }
 

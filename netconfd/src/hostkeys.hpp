@@ -1,7 +1,8 @@
 // SSH host keys of the server, generated once in the data directory.
 //
-// Promises: a key file that exists is never overwritten (clients pin host keys); new keys are
-// written with mode 0600. Throws std::runtime_error naming the file on failure.
+// Promises: a key file that exists is never overwritten (clients pin host keys), only made 0600
+// when others could read it; new keys are written with mode 0600. Throws std::runtime_error
+// naming the file on failure.
 #pragma once
 
 #include <filesystem>

@@ -1,5 +1,6 @@
 #include "inlineconfig.hpp"
 
+#include <unordered_set>
 #include <vector>
 
 namespace ncstore::netconfd {
@@ -128,6 +129,25 @@ std::size_t tagEnd(std::string_view s, std::size_t pos) {
     return npos;
 }
 
+/// Past the comment, CDATA section or processing instruction whose '<' is at `lt`; npos for an
+/// unterminated one, or for other markup (a DOCTYPE: not ours to interpret).
+std::size_t pastMarkup(std::string_view s, std::size_t lt) {
+    const auto past = [s](std::string_view close, std::size_t from) {
+        const auto end = s.find(close, from);
+        return end == npos ? npos : end + close.size();
+    };
+    if (s.compare(lt, 4, "<!--") == 0) {
+        return past("-->", lt + 4);
+    }
+    if (s.compare(lt, 9, "<![CDATA[") == 0) {
+        return past("]]>", lt + 9);
+    }
+    if (s.compare(lt, 2, "<?") == 0) {
+        return past("?>", lt + 2);
+    }
+    return npos;
+}
+
 /// Past white space, comments and processing instructions from `pos`: the next '<' of an
 /// element or end tag, the first other character, or npos for an unterminated one.
 std::size_t skipMisc(std::string_view s, std::size_t pos) {
@@ -138,15 +158,10 @@ std::size_t skipMisc(std::string_view s, std::size_t pos) {
         while (pos < s.size() && isSpace(s[pos])) {
             ++pos;
         }
-        if (s.compare(pos, 4, "<!--") == 0) {
-            const auto end = s.find("-->", pos + 4);
-            pos = end == npos ? npos : end + 3;
-        } else if (s.compare(pos, 2, "<?") == 0) {
-            const auto end = s.find("?>", pos + 2);
-            pos = end == npos ? npos : end + 2;
-        } else {
+        if (s.compare(pos, 4, "<!--") != 0 && s.compare(pos, 2, "<?") != 0) {
             return pos;
         }
+        pos = pastMarkup(s, pos);
         if (pos == npos) {
             return npos;
         }
@@ -182,21 +197,11 @@ Content scanContent(std::string_view s, std::size_t pos, bool wantChildren) {
             --depth;
             const auto gt = s.find('>', lt);
             next = gt == npos ? npos : gt + 1;
-        } else if (kind == '!') {
-            if (s.compare(lt, 4, "<!--") == 0) {
-                const auto end = s.find("-->", lt + 4);
-                next = end == npos ? npos : end + 3;
-            } else if (s.compare(lt, 9, "<![CDATA[") == 0) {
+        } else if (kind == '!' || kind == '?') {
+            if (kind == '?' || s.compare(lt, 9, "<![CDATA[") == 0) {
                 c.onlyElements = c.onlyElements && depth > 0;
-                const auto end = s.find("]]>", lt + 9);
-                next = end == npos ? npos : end + 3;
-            } else {
-                return {}; // a DOCTYPE or the like: not ours to interpret
             }
-        } else if (kind == '?') {
-            c.onlyElements = c.onlyElements && depth > 0;
-            const auto end = s.find("?>", lt + 2);
-            next = end == npos ? npos : end + 2;
+            next = pastMarkup(s, lt);
         } else {
             if (depth == 0 && wantChildren) {
                 c.children.push_back(lt);
@@ -362,6 +367,65 @@ std::optional<InlineConfig> findInlineConfig(std::string_view s) {
     }
     out.document.append(s.substr(copied, out.end - copied));
     return out;
+}
+
+std::optional<std::string> libyangHazard(std::string_view s) {
+    struct Open {
+        std::size_t scopeSize;                     ///< the scope outside the element
+        std::unordered_set<std::string_view> bare; ///< local names of its children without namespace
+    };
+    Scope scope;
+    std::vector<Open> open{{0, {}}}; // the document itself first
+    std::size_t pos = 0;
+    for (;;) {
+        const auto lt = s.find('<', pos);
+        if (lt == npos || lt + 1 >= s.size()) {
+            return std::nullopt;
+        }
+        std::size_t next = npos;
+        const char kind = s[lt + 1];
+        if (kind == '/') {
+            if (open.size() > 1) {
+                scope.resize(open.back().scopeSize);
+                open.pop_back();
+            }
+            const auto gt = s.find('>', lt);
+            next = gt == npos ? npos : gt + 1;
+        } else if (kind == '!' || kind == '?') {
+            next = pastMarkup(s, lt);
+            if (next == npos && kind == '!' && s.compare(lt, 4, "<!--") != 0 &&
+                s.compare(lt, 9, "<![CDATA[") != 0) {
+                return "a DOCTYPE or other declaration at offset " + std::to_string(lt);
+            }
+        } else {
+            const auto tag = readStartTag(s, lt);
+            if (!tag) {
+                return "a start tag that is not well-formed XML at offset " + std::to_string(lt);
+            }
+            const std::size_t outside = scope.size();
+            enter(scope, *tag);
+            // Any element after a same-named sibling without a namespace; a set: 100,000
+            // differently named siblings must not cost 100,000 squared.
+            const auto name = localNameOf(tag->name);
+            auto& bare = open.back().bare;
+            if (bare.count(name)) {
+                return "a sibling <" + std::string(name) + "> after one without a namespace";
+            }
+            if (const auto ns = namespaceOf(scope, tag->name); !ns || ns->empty()) {
+                bare.insert(name);
+            }
+            if (tag->empty) {
+                scope.resize(outside);
+            } else {
+                open.push_back({outside, {}});
+            }
+            next = tag->end;
+        }
+        if (next == npos) {
+            return std::nullopt;
+        }
+        pos = next;
+    }
 }
 
 std::string replaceContent(std::string_view message, const InlineConfig& config,

@@ -1,6 +1,6 @@
 // The inline <config> of an edit-config or copy-config <rpc>, found in the raw message text, so
-// that its content is parsed once, typed, rather than first opaque by libnetconf2's parse of the
-// whole message and then again from a print of that (rpcparse.hpp).
+// that its content is parsed once, typed, rather than first opaque with the whole message and
+// then again from a print of that (rpcparse.hpp).
 //
 // This is a scanner, not an XML parser: it trusts libyang to reject what is not well-formed. It
 // promises only that what it finds is the <config> a libyang parse of the message would see, or
@@ -31,6 +31,15 @@ struct InlineConfig {
 /// The <config> child of `<rpc><edit-config>` or of `<rpc><copy-config><source>` (base
 /// namespace, any prefixes) in `message`, when it holds at least one element.
 std::optional<InlineConfig> findInlineConfig(std::string_view message);
+
+/// Why libyang 2.1.30 must not be given `message`, or std::nullopt. Its XML parser dies (a NULL
+/// strcmp) on an element that follows a same-named sibling in no namespace (`xmlns=""`, no
+/// default namespace in scope, an undeclared prefix, or the prefixes `xml` and `xmlns`):
+/// `<filter><x xmlns=""/><x/></filter>` in any message stopped the server. It creates an element before it
+/// checks the rest of its start tag, and reads some tags that are not XML (`<a x="1"y="2">`), so a start tag
+/// this scanner cannot read, or a DOCTYPE, is a reason too (such a message is malformed anyway). One pass,
+/// linear in the size of the message.
+std::optional<std::string> libyangHazard(std::string_view message);
 
 /// `message` with the content of `config` replaced by `replacement`.
 std::string replaceContent(std::string_view message, const InlineConfig& config,

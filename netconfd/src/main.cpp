@@ -1,14 +1,18 @@
 // ncstored: command line, logging, signals; the server itself is in server.cpp.
+#include "datadir.hpp"
+#include "nacmsetup.hpp"
 #include "options.hpp"
 #include "server.hpp"
 #include "users.hpp"
 
+#include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -20,7 +24,7 @@ using namespace ncstore::netconfd;
 
 namespace {
 
-int addUser(const ServerConfig& config, const std::string& name) {
+int addUser(const ServerConfig& config, const std::string& name, const std::string& group) {
     std::string password;
     if (isatty(STDIN_FILENO)) {
         std::cerr << "password for " << name << ": " << std::flush;
@@ -29,11 +33,40 @@ int addUser(const ServerConfig& config, const std::string& name) {
         std::cerr << "ncstored: no password on stdin\n";
         return 2;
     }
-    std::filesystem::create_directories(config.dataDir);
+    ncstore::files::preparePrivateDir(config.dataDir);
     UserDb users(config.dataDir / "users", config.dataDir / "authorized_keys");
+    if (!group.empty()) {
+        // The group first: a password without its group would log in with the NACM defaults.
+        try {
+            nacmsetup::addToGroup(config, users.names(), name, group, std::cout);
+        } catch (const ncstore::files::LockHeld& e) {
+            std::cerr
+                << "ncstored: a server is running on " << config.dataDir.string() << " (" << e.what()
+                << "): it holds the NACM groups in its datastore, which only it may change.\n"
+                << "Nothing was changed. Add the user without --group (that takes effect at once), then "
+                   "put it into the group over NETCONF as an administrator, e.g. an edit-config of\n"
+                << "  <nacm xmlns=\"urn:ietf:params:xml:ns:yang:ietf-netconf-acm\"><groups><group><name>"
+                << group << "</name><user-name>" << name << "</user-name></group></groups></nacm>\n"
+                << "or stop the server and run this command again.\n";
+            return 1;
+        }
+    }
     users.setPassword(name, password);
     NCS_LOG(info) << "user " << name << " set in " << (config.dataDir / "users").string();
     return 0;
+}
+
+int resetNacm(const ServerConfig& config) {
+    try {
+        ncstore::files::preparePrivateDir(config.dataDir);
+        const UserDb users(config.dataDir / "users", config.dataDir / "authorized_keys");
+        nacmsetup::reset(config, users.names(), std::cout);
+        return 0;
+    } catch (const ncstore::files::LockHeld& e) {
+        std::cerr << "ncstored: a server is running on " << config.dataDir.string() << " (" << e.what()
+                  << "): stop it first; --reset-nacm changes the store offline. Nothing was changed.\n";
+        return 1;
+    }
 }
 
 } // namespace
@@ -56,7 +89,14 @@ int main(int argc, char* argv[]) {
         return 0;
     case Action::AddUser:
         try {
-            return addUser(cmd.config, cmd.addUser);
+            return addUser(cmd.config, cmd.addUser, cmd.group);
+        } catch (const std::exception& e) {
+            std::cerr << "ncstored: " << e.what() << "\n";
+            return 1;
+        }
+    case Action::ResetNacm:
+        try {
+            return resetNacm(cmd.config);
         } catch (const std::exception& e) {
             std::cerr << "ncstored: " << e.what() << "\n";
             return 1;
@@ -74,6 +114,16 @@ int main(int argc, char* argv[]) {
     signal(SIGPIPE, SIG_IGN);
 
     try {
+        // Held while serving: offline commands that write the store refuse to run beside it,
+        // and so does a second server on the same data directory.
+        ncstore::files::preparePrivateDir(cmd.config.dataDir);
+        std::optional<ncstore::files::ProcessLock> lock;
+        try {
+            lock.emplace(lockFile(cmd.config));
+        } catch (const ncstore::files::LockHeld& e) {
+            throw std::runtime_error("another ncstored is running on " + cmd.config.dataDir.string() + " (" +
+                                     e.what() + ")");
+        }
         Server server(cmd.config);
         server.start();
         std::thread signalThread([&server, stopSignals] {

@@ -35,14 +35,24 @@ po::options_description fileOptions(ServerConfig& c) {
         ("max-message-size", po::value<std::uint64_t>(&c.maxMessageSize)->default_value(c.maxMessageSize),
             "close a session that sends a message larger than this many bytes")
         ("max-sessions", po::value<unsigned>(&c.maxSessions)->default_value(c.maxSessions),
-            "concurrent NETCONF sessions; more are refused")
+            "concurrent connections (sessions and handshakes); more are refused")
+        ("max-startups", po::value<unsigned>(&c.maxStartups)->default_value(c.maxStartups),
+            "connections in their SSH handshake at once; more are refused")
         ("auth-timeout", po::value<unsigned>(&c.authTimeout)->default_value(c.authTimeout),
             "seconds a client has to authenticate")
         ("auth-attempts", po::value<unsigned>(&c.authAttempts)->default_value(c.authAttempts),
             "failed authentications before a client is dropped")
         ("stats-interval", po::value<unsigned>(&c.statsInterval)->default_value(c.statsInterval),
             "seconds between statistics log lines; 0 = only at exit")
-        ("print-port-file", po::value<std::string>(), "write the bound port to this file once listening");
+        ("notification-log-events", po::value<std::uint64_t>(&c.notificationLogEvents)->default_value(c.notificationLogEvents),
+            "events the notification replay log keeps at most")
+        ("notification-log-days", po::value<unsigned>(&c.notificationLogDays)->default_value(c.notificationLogDays),
+            "days the notification replay log keeps an event at most")
+        ("notification-queue-bytes", po::value<std::uint64_t>(&c.notificationQueueBytes)->default_value(c.notificationQueueBytes),
+            "a subscriber whose unsent notifications exceed this is disconnected (it can replay what it missed)")
+        ("print-port-file", po::value<std::string>(), "write the bound port to this file once listening")
+        ("nacm-recovery-user", po::value<std::string>(&c.nacmRecoveryUser),
+            "NACM recovery user: their sessions bypass access control (RFC 8341 3.3.3); default none");
     // clang-format on
     return d;
 }
@@ -60,7 +70,10 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
         ("version", "print the version and exit")
         ("config", po::value<std::string>(), "read options from this INI file (`key = value`)")
         ("add-user", po::value<std::string>(),
-            "add (or change) user NAME: the password is read from stdin; then exit");
+            "add (or change) user NAME: the password is read from stdin; then exit")
+        ("group", po::value<std::string>(),
+            "with --add-user: also put the user into this NACM group (server stopped)")
+        ("reset-nacm", "replace the NACM configuration by the first-start rules (server stopped); then exit");
     // clang-format on
     po::options_description server = fileOptions(c);
     po::options_description all(
@@ -95,9 +108,21 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
         out.action = Action::Version;
         return out;
     }
+    if (vm.count("add-user") && vm.count("reset-nacm")) {
+        throw OptionsError("--add-user and --reset-nacm are separate commands");
+    }
+    if (vm.count("group") && !vm.count("add-user")) {
+        throw OptionsError("--group goes with --add-user NAME");
+    }
     if (vm.count("add-user")) {
         out.action = Action::AddUser;
         out.addUser = vm["add-user"].as<std::string>();
+        if (vm.count("group")) {
+            out.group = vm["group"].as<std::string>();
+        }
+    }
+    if (vm.count("reset-nacm")) {
+        out.action = Action::ResetNacm;
     }
 
     c.dataDir = vm["data-dir"].as<std::string>();
@@ -134,6 +159,13 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (c.maxSessions == 0) {
         throw OptionsError("--max-sessions must be at least 1");
+    }
+    if (c.notificationLogEvents == 0 || c.notificationLogDays == 0 || c.notificationQueueBytes < 4096) {
+        throw OptionsError("--notification-log-events and --notification-log-days must be at least 1, "
+                           "--notification-queue-bytes at least 4096");
+    }
+    if (c.maxStartups == 0) {
+        throw OptionsError("--max-startups must be at least 1");
     }
     if (c.maxMessageSize < 4096) {
         throw OptionsError("--max-message-size must be at least 4096 bytes");

@@ -32,19 +32,26 @@ struct ServerConfig {
     std::string logFile;
     unsigned idleTimeout = 0; ///< seconds; 0: never drop idle sessions
     std::uint64_t maxMessageSize = 256ull * 1024 * 1024;
-    unsigned maxSessions = 512;
-    unsigned authTimeout = 10;   ///< seconds for SSH authentication
-    unsigned authAttempts = 3;   ///< failed SSH authentications before the client is dropped
-    unsigned statsInterval = 60; ///< seconds between statistics log lines; 0: only at exit
+    unsigned maxSessions = 512;                   ///< connections in all (sessions and handshakes)
+    unsigned maxStartups = 64;                    ///< connections in their SSH handshake at once
+    unsigned authTimeout = 10;                    ///< seconds for SSH authentication
+    unsigned authAttempts = 3;                    ///< failed SSH authentications before the client is dropped
+    unsigned statsInterval = 60;                  ///< seconds between statistics log lines; 0: only at exit
+    std::uint64_t notificationLogEvents = 100000; ///< events the replay log keeps at most
+    unsigned notificationLogDays = 7;             ///< days the replay log keeps an event at most
+    std::uint64_t notificationQueueBytes = 64u << 20; ///< a subscriber's queue: past it, it is cut
     std::filesystem::path portFile;
+    /// NACM recovery user (RFC 8341 3.3.3): their sessions are not checked; "" for none.
+    std::string nacmRecoveryUser;
 };
 
-enum class Action { Run, Help, Version, AddUser };
+enum class Action { Run, Help, Version, AddUser, ResetNacm };
 
 struct CommandLine {
     Action action = Action::Run;
     ServerConfig config;
     std::string addUser; ///< with Action::AddUser
+    std::string group;   ///< with Action::AddUser: the NACM group to put the user into ("" none)
     std::string helpText;
 };
 

@@ -5,9 +5,6 @@
 
 #include "ncstore/log.hpp"
 
-#include <dlfcn.h>
-
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -18,37 +15,6 @@
 namespace ncstore::netconfd {
 
 namespace {
-
-using ParseOpFn = LY_ERR (*)(const ly_ctx*, lyd_node*, ly_in*, LYD_FORMAT, enum lyd_type, lyd_node**,
-                             lyd_node**);
-
-/// libyang's own lyd_parse_op, past our definition in the symbol lookup order.
-ParseOpFn realParseOp() {
-    static const ParseOpFn fn = [] {
-        void* sym = dlsym(RTLD_NEXT, "lyd_parse_op");
-        if (!sym) {
-            // Cannot happen while libyang is linked in; there is nothing to fall back to.
-            NCS_LOG(fatal) << "lyd_parse_op not found in libyang: " << dlerror();
-            std::abort();
-        }
-        return reinterpret_cast<ParseOpFn>(sym);
-    }();
-    return fn;
-}
-
-std::atomic<const ly_ctx*> intercepted{nullptr};
-
-struct PendingError {
-    const lyd_node* op = nullptr;
-    std::optional<RpcError> error;
-};
-thread_local PendingError pending;
-
-struct PendingConfig {
-    const lyd_node* config = nullptr; ///< the anyxml node holding the placeholder
-    ParsedConfig parsed;
-};
-thread_local PendingConfig pendingConfig;
 
 /// Stands in the message for a <config> content parsed apart. An element of a namespace no
 /// module has: libyang keeps it opaque, and a handler that reads it by mistake fails loudly
@@ -88,29 +54,36 @@ std::uint64_t microsSince(std::chrono::steady_clock::time_point start) {
             .count());
 }
 
-/// Parses `text` with its inline <config> content apart (rpcparse.hpp), leaving the content in
-/// pendingConfig. False, with nothing set, when the message is to be parsed as it is: it has
-/// no such content, or either parse fails (the whole message's parse then reports the error
-/// it always did).
-bool parseWithConfigApart(const ly_ctx* ctx, std::string_view text, lyd_node** envelope, lyd_node** op) {
+/// lyd_parse_op on a message in memory (NUL-terminated).
+LY_ERR parseMessage(const ly_ctx* ctx, const char* text, Tree& envelope, Tree& op) {
+    ly_in* rawIn = nullptr;
+    if (ly_in_new_memory(text, &rawIn) != LY_SUCCESS) {
+        return LY_EMEM;
+    }
+    const std::unique_ptr<ly_in, InputDeleter> in{rawIn};
+    lyd_node* rawEnvelope = nullptr;
+    lyd_node* rawOp = nullptr;
+    const LY_ERR rc =
+        lyd_parse_op(ctx, nullptr, in.get(), LYD_XML, LYD_TYPE_RPC_NETCONF, &rawEnvelope, &rawOp);
+    envelope.reset(rawEnvelope);
+    op.reset(rawOp);
+    return rc;
+}
+
+/// Parses `text` with its inline <config> content apart (rpcparse.hpp) into `out`. False, with
+/// nothing set, when the message is to be parsed as it is: it has no such content, or either
+/// parse fails (the whole message's parse then reports the error it always did).
+bool parseWithConfigApart(const ly_ctx* ctx, std::string_view text, ParsedRpc& out) {
     const auto start = std::chrono::steady_clock::now();
     const auto found = findInlineConfig(text);
     if (!found) {
         return false;
     }
     const std::string rest = replaceContent(text, *found, placeholder());
-    ly_in* rawIn = nullptr;
-    if (ly_in_new_memory(rest.c_str(), &rawIn) != LY_SUCCESS) {
-        return false;
-    }
-    const std::unique_ptr<ly_in, InputDeleter> in{rawIn};
-    lyd_node* rawEnvelope = nullptr;
-    lyd_node* rawOp = nullptr;
-    const LY_ERR rc =
-        realParseOp()(ctx, nullptr, in.get(), LYD_XML, LYD_TYPE_RPC_NETCONF, &rawEnvelope, &rawOp);
-    Tree parsedEnvelope{rawEnvelope};
-    Tree parsedOp{rawOp};
-    const lyd_node* config = rc == LY_SUCCESS ? inlineConfigNode(rawOp) : nullptr;
+    Tree envelope;
+    Tree op;
+    const LY_ERR rc = parseMessage(ctx, rest.c_str(), envelope, op);
+    const lyd_node* config = rc == LY_SUCCESS ? inlineConfigNode(op.get()) : nullptr;
     if (!config || !isParsedSeparately(config)) {
         ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
         return false;
@@ -126,9 +99,10 @@ bool parseWithConfigApart(const ly_ctx* ctx, std::string_view text, lyd_node** e
     if (!content) {
         return false;
     }
-    pendingConfig = {config, {std::move(content), microsSince(start)}};
-    *envelope = parsedEnvelope.release();
-    *op = parsedOp.release();
+    out.envelope = std::move(envelope);
+    out.op = std::move(op);
+    out.configNode = config;
+    out.config = ParsedConfig{std::move(content), microsSince(start)};
     return true;
 }
 
@@ -178,15 +152,96 @@ bool endsWith(const std::string& s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// A stand-in operation for a message answered with an error: any RPC the server knows does,
-/// since dispatch() asks takeRpcParseError() before looking at it.
-lyd_node* standInOperation(const ly_ctx* ctx) {
-    const lys_module* mod = ly_ctx_get_module_implemented(ctx, "ietf-netconf");
-    lyd_node* node = nullptr;
-    if (!mod || lyd_new_inner(nullptr, mod, "get", 0, &node) != LY_SUCCESS) {
-        return nullptr;
+/// Whether an opaque node under `op` (the content of an anyxml or anydata parameter: <config>,
+/// <filter>) has a prefix no xmlns declares. libyang 2.1.30 keeps such a node with a null
+/// namespace, and printing or reading it later dereferences that null: one message from any client
+/// would end the server.
+bool hasUndeclaredPrefix(const lyd_node* op) {
+    const lyd_node* elem = nullptr;
+    LYD_TREE_DFS_BEGIN(op, elem) {
+        if (elem->schema && (elem->schema->nodetype & LYD_NODE_ANY)) {
+            const auto* any = reinterpret_cast<const lyd_node_any*>(elem);
+            if (any->value_type == LYD_ANYDATA_DATATREE) {
+                for (const lyd_node* top = any->value.tree; top; top = top->next) {
+                    const lyd_node* inner = nullptr;
+                    LYD_TREE_DFS_BEGIN(top, inner) {
+                        if (!inner->schema) {
+                            const auto* o = reinterpret_cast<const lyd_node_opaq*>(inner);
+                            if (o->format == LY_VALUE_XML && o->name.prefix && !o->name.module_ns) {
+                                return true;
+                            }
+                            for (const lyd_attr* a = o->attr; a; a = a->next) {
+                                if (a->format == LY_VALUE_XML && a->name.prefix && !a->name.module_ns) {
+                                    return true;
+                                }
+                            }
+                        }
+                        LYD_TREE_DFS_END(top, inner);
+                    }
+                }
+            }
+        }
+        LYD_TREE_DFS_END(op, elem);
     }
-    return node;
+    return false;
+}
+
+constexpr const char* kBaseNs = "urn:ietf:params:xml:ns:netconf:base:1.0";
+constexpr const char* kNotificationNs = "urn:ietf:params:xml:ns:netconf:notification:1.0";
+
+bool isOpaque(const lyd_node* node, const char* name, const char* ns) {
+    if (!node || node->schema) {
+        return false;
+    }
+    const auto* o = reinterpret_cast<const lyd_node_opaq*>(node);
+    return o->format == LY_VALUE_XML && o->name.name && std::strcmp(o->name.name, name) == 0 &&
+           o->name.module_ns && std::strcmp(o->name.module_ns, ns) == 0;
+}
+
+/// RFC 5277 puts create-subscription's <filter> in the notification namespace; clients that build
+/// it like <get>'s (ncclient) put it in the NETCONF base namespace. The message with that element
+/// moved into the notification namespace, nothing else changed; nullopt when it has no such
+/// element.
+std::optional<std::string> withNotificationFilter(const std::string& message) {
+    // Read as plain XML: in a context without modules every element is opaque.
+    static const Context plain = [] {
+        ly_ctx* raw = nullptr;
+        if (ly_ctx_new(nullptr, LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIRS, &raw) != LY_SUCCESS) {
+            throw YangError("cannot create an empty libyang context");
+        }
+        return Context{raw};
+    }();
+    lyd_node* raw = nullptr;
+    if (lyd_parse_data_mem(plain.get(), message.c_str(), LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_OPAQ, 0, &raw) !=
+        LY_SUCCESS) {
+        ly_err_clean(plain.get(), nullptr);
+        const Tree partial{raw};
+        return std::nullopt;
+    }
+    const Tree tree{raw};
+    if (!isOpaque(tree.get(), "rpc", kBaseNs)) {
+        return std::nullopt;
+    }
+    for (lyd_node* op = lyd_child(tree.get()); op; op = op->next) {
+        if (!isOpaque(op, "create-subscription", kNotificationNs)) {
+            continue;
+        }
+        for (lyd_node* c = lyd_child(op); c; c = c->next) {
+            if (isOpaque(c, "filter", kBaseNs)) {
+                auto* o = reinterpret_cast<lyd_node_opaq*>(c);
+                const char* ns = nullptr;
+                if (lydict_insert(LYD_CTX(c), kNotificationNs, 0, &ns) != LY_SUCCESS) {
+                    return std::nullopt;
+                }
+                lydict_remove(LYD_CTX(c), o->name.module_ns);
+                o->name.module_ns = ns;
+                lydict_remove(LYD_CTX(c), o->name.prefix);
+                o->name.prefix = nullptr;
+                return print(tree.get(), LYD_XML, LYD_PRINT_SHRINK);
+            }
+        }
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -194,12 +249,14 @@ lyd_node* standInOperation(const ly_ctx* ctx) {
 RpcError fromRpcParseError(const ly_err_item& item, const std::string& message, bool inData) {
     const std::string msg = item.msg ? item.msg : "invalid message";
     if (item.vecode == LYVE_SYNTAX || item.vecode == LYVE_SYNTAX_XML) {
-        RpcError e("malformed-message", ErrorType::Rpc, msg);
+        return RpcError::malformedMessage(msg);
+    }
+    RpcError e = fromLibyangItem(item, ErrorTag::OperationFailed);
+    if (e.tag == ErrorTag::MalformedMessage) {
         return e;
     }
-    RpcError e = fromLibyangItem(item, "operation-failed");
     e.type = inData ? ErrorType::Application : ErrorType::Protocol;
-    if (e.tag == "unknown-namespace") {
+    if (e.tag == ErrorTag::UnknownNamespace) {
         // libyang names only the namespace: find the element that declares it, or else blame
         // the element libyang was in (the <rpc> itself when it has no location).
         if (auto name = elementDeclaring(message, e.badNamespace); !name.empty()) {
@@ -208,10 +265,10 @@ RpcError fromRpcParseError(const ly_err_item& item, const std::string& message, 
             e.badElement = "rpc";
         }
     }
-    if (e.tag == "unknown-element" && e.badElement == "running" &&
+    if (e.tag == ErrorTag::UnknownElement && e.badElement == "running" &&
         endsWith(dataPathOf(item.path ? item.path : ""), "delete-config/target")) {
         // ietf-netconf has no <running/> case in delete-config's target: RFC 6241 7.4.
-        RpcError refused("operation-not-supported", ErrorType::Protocol,
+        RpcError refused(ErrorTag::OperationNotSupported, ErrorType::Protocol,
                          "the running datastore cannot be deleted");
         refused.path = e.path;
         refused.badElement = "running";
@@ -219,11 +276,11 @@ RpcError fromRpcParseError(const ly_err_item& item, const std::string& message, 
     }
     static const std::regex invalidValue(R"(^Invalid [^\"]*value \"([^\"]*)\")");
     std::smatch m;
-    if (e.tag == "invalid-value" && std::regex_search(msg, m, invalidValue)) {
+    if (e.tag == ErrorTag::InvalidValue && std::regex_search(msg, m, invalidValue)) {
         // libyang reports a bad attribute value (nc:operation="frobnicate") like a bad leaf value,
         // located at the parent element: tell them apart by where the value is in the message.
         if (auto [attr, element] = attributeWithValue(message, m[1]); !attr.empty()) {
-            e.tag = "bad-attribute";
+            e.tag = ErrorTag::BadAttribute;
             e.badAttribute = attr;
             e.badElement = element;
         }
@@ -244,34 +301,18 @@ bool hasMessageId(const lyd_node* envelope) {
 }
 
 RpcError missingMessageId() {
-    RpcError e("missing-attribute", ErrorType::Rpc, "the <rpc> has no message-id attribute");
+    RpcError e(ErrorTag::MissingAttribute, ErrorType::Rpc, "the <rpc> has no message-id attribute");
     e.badAttribute = "message-id";
     e.badElement = "rpc";
     return e;
 }
 
-void interceptRpcParsing(const ly_ctx* ctx) {
-    intercepted = ctx;
-}
-
-std::optional<RpcError> takeRpcParseError(const lyd_node* op) {
-    if (!op || pending.op != op) {
+std::optional<ParsedConfig> ParsedRpc::takeConfig(const lyd_node* node) {
+    if (!node || node != configNode || !config) {
         return std::nullopt;
     }
-    pending.op = nullptr;
-    return std::exchange(pending.error, std::nullopt);
-}
-
-std::optional<ParsedConfig> takeParsedConfig(const lyd_node* config) {
-    if (!config || pendingConfig.config != config) {
-        return std::nullopt;
-    }
-    pendingConfig.config = nullptr;
-    return std::move(pendingConfig.parsed);
-}
-
-void dropParsedConfig() {
-    pendingConfig = {};
+    configNode = nullptr;
+    return std::exchange(config, std::nullopt);
 }
 
 bool isParsedSeparately(const lyd_node* config) {
@@ -288,77 +329,63 @@ bool isParsedSeparately(const lyd_node* config) {
            placeholder->name.module_ns == kPlaceholderNs;
 }
 
-LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op) {
-    pending = {};
-    pendingConfig = {};
-    // libnetconf2 hands the message over in memory: its text names the element of an unknown
-    // namespace and tells attribute values from leaf values (read before parsing moves on).
-    const char* text = ly_in_type(in) == LY_IN_MEMORY ? ly_in_memory(in, nullptr) : nullptr;
-    bool parsedApart = false;
-    if (text) {
-        try {
-            parsedApart = parseWithConfigApart(ctx, text, envelope, op);
-        } catch (const std::exception& e) {
-            NCS_LOG(error) << "parsing an <rpc> with its <config> apart failed, parsing it whole: "
-                           << e.what();
-            pendingConfig = {};
-        }
+ParsedRpc parseRpc(const ly_ctx* ctx, const std::string& message) {
+    ParsedRpc out;
+    // libyang 2.1.30 would crash on it (inlineconfig.hpp): refused before libyang sees it.
+    if (const auto hazard = libyangHazard(message)) {
+        NCS_LOG(warning) << "refusing a message libyang cannot parse safely: " << *hazard;
+        out.error = RpcError::malformedMessage("the message cannot be parsed safely: " + *hazard);
+        return out;
     }
-    const LY_ERR rc = parsedApart
-                          ? LY_SUCCESS
-                          : realParseOp()(ctx, nullptr, in, LYD_XML, LYD_TYPE_RPC_NETCONF, envelope, op);
-    if (rc == LY_SUCCESS) {
-        if (!hasMessageId(*envelope)) {
-            try {
-                pending = {*op, missingMessageId()};
-            } catch (const std::exception& e) {
-                NCS_LOG(error) << "an <rpc> without message-id: " << e.what();
+    bool parsedApart = false;
+    try {
+        parsedApart = parseWithConfigApart(ctx, message, out);
+    } catch (const std::exception& e) {
+        NCS_LOG(error) << "parsing an <rpc> with its <config> apart failed, parsing it whole: " << e.what();
+        out = ParsedRpc{};
+    }
+    LY_ERR rc = parsedApart ? LY_SUCCESS : parseMessage(ctx, message.c_str(), out.envelope, out.op);
+    if (rc != LY_SUCCESS && out.envelope && message.find("create-subscription") != std::string::npos) {
+        if (const auto moved = withNotificationFilter(message)) {
+            ParsedRpc again;
+            if (parseMessage(ctx, moved->c_str(), again.envelope, again.op) == LY_SUCCESS) {
+                out = std::move(again);
+                rc = LY_SUCCESS;
             }
         }
-        return rc;
     }
-    if (!*envelope) {
-        // Not even an <rpc>: libnetconf2 answers (base:1.1) or drops (base:1.0) it.
-        return rc;
-    }
-    // Called from libnetconf2 (C): nothing may escape. On any failure here libnetconf2 answers
-    // the message itself, as it would without us.
-    try {
-        const ly_err_item* item = ly_err_last(ctx);
-        RpcError error = item
-                             ? fromRpcParseError(*item, text ? text : "",
-                                                 inCarriedData(ctx, dataPathOf(item->path ? item->path : "")))
-                             : RpcError("operation-failed", ErrorType::Application, "cannot parse the <rpc>");
-        if (!hasMessageId(*envelope)) {
-            error = missingMessageId();
+    if (rc == LY_SUCCESS && out.envelope && out.op) {
+        if (!hasMessageId(out.envelope.get())) {
+            out.error = missingMessageId();
+        } else if (hasUndeclaredPrefix(out.op.get())) {
+            out.error = RpcError::malformedMessage(
+                "an element or attribute uses a namespace prefix that is not declared");
+            out.op.reset();
+            out.configNode = nullptr;
+            out.config.reset();
         }
-        lyd_node* standIn = standInOperation(ctx);
-        if (!standIn) {
-            return rc;
-        }
-        NCS_LOG(debug) << "rpc parse error: " << error.what() << " -> " << error.tag;
-        const Tree partial{*op}; // whatever libyang built of the operation
-        *op = standIn;
-        pending = {standIn, std::move(error)};
-    } catch (const std::exception& e) {
-        NCS_LOG(error) << "mapping an rpc parse error failed: " << e.what();
-        return rc;
+        return out;
     }
+    const ly_err_item* item = rc == LY_SUCCESS ? nullptr : ly_err_last(ctx);
+    if (!out.envelope) {
+        // Not even an <rpc>: nothing to answer to but the message as a whole.
+        out.error = RpcError(ErrorTag::MalformedMessage, ErrorType::Rpc,
+                             item && item->msg ? std::string("not a NETCONF <rpc>: ") + item->msg
+                                               : std::string("not a NETCONF <rpc>"));
+    } else if (!hasMessageId(out.envelope.get())) {
+        out.error = missingMessageId();
+    } else {
+        out.error =
+            item ? fromRpcParseError(*item, message,
+                                     inCarriedData(ctx, dataPathOf(item->path ? item->path : "")))
+                 : RpcError(ErrorTag::OperationFailed, ErrorType::Application, "cannot parse the <rpc>");
+    }
+    NCS_LOG(debug) << "rpc parse error: " << out.error->what() << " -> " << out.error->tag;
+    out.op.reset(); // whatever libyang built of the operation
+    out.configNode = nullptr;
+    out.config.reset();
     ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
-    return LY_SUCCESS;
+    return out;
 }
 
 } // namespace ncstore::netconfd
-
-// Interposes libyang's lyd_parse_op (see rpcparse.hpp): libnetconf2 calls it through the PLT,
-// and the executable's definition comes first in the global scope (CMakeLists.txt exports it).
-extern "C" LIBYANG_API_DEF LY_ERR lyd_parse_op(const struct ly_ctx* ctx, struct lyd_node* parent,
-                                               struct ly_in* in, LYD_FORMAT format, enum lyd_type data_type,
-                                               struct lyd_node** tree, struct lyd_node** op) {
-    using namespace ncstore::netconfd;
-    if (ctx && ctx == intercepted.load() && data_type == LYD_TYPE_RPC_NETCONF && !parent &&
-        format == LYD_XML && tree && op) {
-        return parseRpcMessage(ctx, in, tree, op);
-    }
-    return realParseOp()(ctx, parent, in, format, data_type, tree, op);
-}

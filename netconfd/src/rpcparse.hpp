@@ -1,28 +1,20 @@
-// The rpc-errors for <rpc> messages that libnetconf2 2.0.24 rejects before our callbacks run.
+// Parsing one NETCONF <rpc> message against the server's context, with the rpc-errors RFC 6241
+// prescribes for what does not parse.
 //
-// libnetconf2 2.0.24 (nc_server_recv_rpc_io) parses every message with
-// lyd_parse_op(LYD_TYPE_RPC_NETCONF) against the server's context and answers EVERY failure
-// whose <rpc> envelope was read with error-tag operation-failed (the libyang message as
-// error-message), and it does not check message-id at all (RFC 6241 4.1). Its public API has
-// no hook between parsing and replying, and no access to the transport to read messages
-// ourselves. Newer libnetconf2 releases map libyang errors to RFC tags (nc_server_rpc_err,
-// recv_rpc_check_msgid); until the server moves to one, ncstored interposes lyd_parse_op
-// (the executable's definition precedes libyang's in the global symbol scope):
-//   - a NETCONF <rpc> of the server context that libyang parses is checked for message-id;
-//   - one that fails to parse after its envelope was read is answered by us: the parse returns
-//     a stand-in operation and the error, mapped here to the RFC 6241 Appendix A tag, waits
-//     for that operation in takeRpcParseError(), which dispatch() asks first;
-//   - everything else (other contexts, other data types, messages without an <rpc> envelope)
-//     goes to libyang untouched: libnetconf2 then answers malformed-message on base:1.1 and
-//     nothing on base:1.0, as before.
-//
-// The interposition also spares the server a second parse of big edits: libyang parses the
-// <config> anyxml of edit-config (and copy-config's inline one) into a tree the handler could
-// only print and parse again, typed. For such a message the content is cut out of the text
-// (inlineconfig.hpp) and parsed typed, once, exactly as parseEditContent() does; libyang parses
-// the rest, whose <config> holds a placeholder, and the handler takes the typed tree with
-// takeParsedConfig(). When either parse fails the whole message is parsed as it is and handled
-// as before, so every error is the one the message got before.
+// Promises:
+//  - parseRpc() never throws for anything a client sends: the result is either an operation
+//    to run or the rpc-error to answer with (RFC 6241 Appendix A tags: unknown-element,
+//    unknown-namespace, invalid-value, bad-attribute, missing-attribute for a missing
+//    message-id, malformed-message for broken XML).
+//  - The <config> content of edit-config and copy-config is parsed once, typed, with the
+//    namespaces in scope: it is cut out of the text (inlineconfig.hpp) and parsed like
+//    parseEditContent() does, while libyang parses the rest, whose <config> holds a
+//    placeholder; the handler takes the typed tree from the ParsedRpc. When either parse fails
+//    the whole message is parsed as it is, so every error is the one the whole parse gives.
+//  - libyang's XML parser refuses DTDs, entities other than the predefined five, invalid
+//    UTF-8 and nesting deeper than its limit: a hostile message costs its parse, nothing more.
+//    What libyang 2.1.30 would crash on is refused before libyang sees it (libyangHazard() in
+//    inlineconfig.hpp), and so is content with an undeclared namespace prefix.
 #pragma once
 
 #include "errors.hpp"
@@ -48,36 +40,34 @@ bool hasMessageId(const lyd_node* envelope);
 /// The rpc-error RFC 6241 4.1 prescribes for an <rpc> without message-id.
 RpcError missingMessageId();
 
-/// From now on, NETCONF <rpc> parses of `ctx` are checked and mapped as described above
-/// (nullptr: none).
-void interceptRpcParsing(const ly_ctx* ctx);
-
-/// The error found while parsing the RPC whose operation node is `op`, if any (taken: asked
-/// twice, the second answer is empty). Only the last parse of the calling thread is kept:
-/// libnetconf2 parses and calls back in the same thread, one message after the other.
-std::optional<RpcError> takeRpcParseError(const lyd_node* op);
-
-/// The content of an inline <config>, parsed by parseRpcMessage().
+/// The content of an inline <config>, parsed apart from the message.
 struct ParsedConfig {
     Tree tree;
     std::uint64_t parseUs = 0; ///< finding it in the message and parsing it
 };
 
-/// The content of `config` (the <config> anyxml node of the last parse of the calling thread),
-/// if parseRpcMessage() parsed it; taken: asked twice, the second answer is empty.
-std::optional<ParsedConfig> takeParsedConfig(const lyd_node* config);
-
-/// Frees a parsed <config> content nobody took (the handler failed before it needed it).
-void dropParsedConfig();
-
-/// Whether `config` holds the placeholder of a content parsed by parseRpcMessage(): it cannot
-/// be read from the tree, only taken with takeParsedConfig().
+/// Whether `config` (an inline <config> anyxml node) holds the placeholder of a content parsed
+/// apart: it cannot be read from the tree, only taken from the ParsedRpc.
 bool isParsedSeparately(const lyd_node* config);
 
-/// What the interposed lyd_parse_op does for an intercepted context (exposed for tests):
-/// libyang's parse (an edit's <config> content apart, as described above), then the checks; on
-/// a mapped failure returns LY_SUCCESS with a stand-in `*op` and leaves the error for
-/// takeRpcParseError(*op).
-LY_ERR parseRpcMessage(const ly_ctx* ctx, ly_in* in, lyd_node** envelope, lyd_node** op);
+/// One <rpc> message, parsed.
+struct ParsedRpc {
+    /// The opaque <rpc> element, whose attributes the reply repeats; null when the message is
+    /// not an <rpc> at all.
+    Tree envelope;
+    /// The operation; null when `error` is set.
+    Tree op;
+    /// The rpc-error to answer with instead of running the operation.
+    std::optional<RpcError> error;
+    /// The <config> node that stands for a content parsed apart, and that content.
+    const lyd_node* configNode = nullptr;
+    std::optional<ParsedConfig> config;
+
+    /// The content parsed apart for `node`, if it is that node; taken once.
+    std::optional<ParsedConfig> takeConfig(const lyd_node* node);
+};
+
+/// Parses `message` (the text of one NETCONF message) as described above.
+ParsedRpc parseRpc(const ly_ctx* ctx, const std::string& message);
 
 } // namespace ncstore::netconfd

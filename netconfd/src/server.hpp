@@ -1,24 +1,30 @@
-// ncstored's NETCONF server: SSH endpoint, sessions, and RPC dispatch to the datastore.
+// ncstored's NETCONF server: sessions over SSH (transport/), the capability exchange, and RPC
+// dispatch to the datastore.
 //
 // Promises:
-//  - One thread accepts (libnetconf2 does handshakes serially); every session has its own
-//    thread that sleeps in poll() on the session's socket and an eventfd, so idle sessions cost
-//    no CPU and a slow RPC on one session never delays another.
-//  - A failing or malformed RPC produces an rpc-error and never ends the server.
+//  - Every connection has its own thread, from its SSH handshake to its end (transport/ssh.hpp):
+//    handshakes run in parallel, idle sessions sleep in poll() and cost no CPU, and a slow RPC
+//    or a client that does not read delays nobody else.
+//  - Whatever a client sends (broken framing, broken XML, a hello that is not one, messages past
+//    --max-message-size) ends at most its own session, with an rpc-error where RFC 6241 asks
+//    for one; it never ends the server.
 //  - stop(): no new sessions; RPCs in flight finish and are answered; sessions are closed;
 //    then the datastore drains its pending commits (its destructor).
-//  - Only one Server exists per process (libnetconf2 keeps global state).
 #pragma once
 
-#include "locks.hpp"
+#include "access.hpp"
+#include "dispatch.hpp"
 #include "options.hpp"
+#include "reply.hpp"
+#include "rpcparse.hpp"
+#include "service.hpp"
+#include "session.hpp"
+#include "ssh.hpp"
 #include "stats.hpp"
 #include "users.hpp"
 
 #include "ncstore/datastore.hpp"
 #include "ncstore/yang.hpp"
-
-#include <nc_server.h>
 
 #include <atomic>
 #include <chrono>
@@ -30,8 +36,6 @@
 #include <thread>
 
 namespace ncstore::netconfd {
-
-class Session;
 
 class Server {
 public:
@@ -51,58 +55,88 @@ public:
     std::uint16_t port() const { return port_; }
     const ly_ctx* context() const { return ctx_.get(); }
 
-    // Used by the RPC handlers (operations.cpp) and the libnetconf2 callbacks.
-    nc_server_reply* dispatch(lyd_node* rpc, nc_session* ncs);
+    /// The capabilities of the server's <hello>.
+    const std::vector<std::string>& capabilities() const { return capabilities_; }
+
+    /// Runs one parsed message and returns its reply (exposed for tests).
+    Reply dispatch(ParsedRpc& request, Session& s);
 
 private:
-    friend class Session;
-    struct Reply;
-
-    void acceptLoop();
+    /// One NETCONF session, on its connection's thread, from <hello> to its end.
+    void serve(std::unique_ptr<transport::SshConnection> conn);
+    TermReason runSession(Session& s);
+    /// Parses and runs one message; false when the session must end (close-session, a reply
+    /// that could not be sent).
+    bool handleMessage(Session& s, const std::string& message);
     void housekeepingLoop();
-    void serveSession(std::shared_ptr<Session> s);
-    void endSession(Session& s);
+    void endSession(Session& s, TermReason reason);
     std::shared_ptr<Session> findSession(std::uint32_t id) const;
 
-    // RPC handlers: each returns the reply or throws RpcError / ds::Error.
-    nc_server_reply* opGet(const lyd_node* rpc, Session& s, bool config);
-    nc_server_reply* opEditConfig(const lyd_node* rpc, Session& s);
-    nc_server_reply* opCopyConfig(const lyd_node* rpc, Session& s);
-    nc_server_reply* opDeleteConfig(const lyd_node* rpc, Session& s);
-    nc_server_reply* opLock(const lyd_node* rpc, Session& s, bool lock);
-    nc_server_reply* opKillSession(const lyd_node* rpc, Session& s);
-    nc_server_reply* opValidate(const lyd_node* rpc, Session& s);
-    nc_server_reply* opCommit(Session& s);
-    nc_server_reply* opDiscardChanges(Session& s);
-    nc_server_reply* opGetSchema(const lyd_node* rpc);
+    /// Fills dispatch_ with the operations below.
+    void registerOperations();
+
+    // RPC handlers, one file per family (ops_*.cpp): each returns the reply or throws RpcError /
+    // ds::Error.
+    Reply opGet(Request& r);
+    Reply opGetConfig(Request& r);
+    Reply read(Request& r, bool config);
+    Reply opEditConfig(Request& r);
+    Reply opCopyConfig(Request& r);
+    Reply opDeleteConfig(Request& r);
+    Reply opValidate(Request& r);
+    Reply opCommit(Request& r);
+    Reply opDiscardChanges(Request& r);
+    Reply opLock(Request& r);
+    Reply opUnlock(Request& r);
+    Reply lockOrUnlock(Request& r, bool lock);
+    Reply opCloseSession(Request& r);
+    Reply opKillSession(Request& r);
+    Reply opGetSchema(Request& r);
+    Reply opCreateSubscription(Request& r);
+
+    /// Sends what the session's subscription has pending: the replay once, then live events;
+    /// ends the subscription at its stop time. False when the session must end (the subscriber
+    /// could not keep up, or the connection broke).
+    bool deliverNotifications(Session& s);
+    /// When the session's subscription ends by itself (its stop time), if it has one.
+    std::optional<std::chrono::system_clock::time_point> subscriptionDeadline(const Session& s) const;
+    /// ietf-netconf-notifications events of the session's life (RFC 6470).
+    void raiseSessionStart(const Session& s);
+    void raiseSessionEnd(const Session& s, TermReason reason);
 
     /// The content of a `config` anyxml as a configuration (strict, no state): the tree
-    /// parseRpcMessage() parsed with the message, or else parsed from the anyxml's content.
-    Tree parseConfig(const lyd_node* anyxml, std::uint64_t& parseUs) const;
-    /// ietf-netconf-monitoring and ietf-yang-library state data.
+    /// parseRpc() parsed with the message, or else parsed from the anyxml's content.
+    Tree parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const;
+    /// ietf-netconf-monitoring, ietf-yang-library and NACM counters state data.
     Tree stateData() const;
-    void checkWritable(ds::Datastore target, const Session& s) const;
+    /// A write of `r`'s session: its NACM write check (access.hpp). `mayChangeNacm`: the write
+    /// may change running's /nacm.
+    WriteCheck writeCheck(const Request& r, bool mayChangeNacm, bool install = true);
+    /// Throws access-denied unless `r`'s user may read all of `source` (copy-config).
+    void requireReadable(const Request& r, ds::Datastore source) const;
 
     ServerConfig config_;
     Context ctx_;
     std::unique_ptr<ds::Store> store_;
+    std::unique_ptr<AccessControl> nacm_;            // NACM: the policy in force, the counters
+    std::unique_ptr<notify::Service> notifications_; // after store_: gone before it
     UserDb users_;
-    LockTable locks_;
     Stats stats_;
+    DispatchTable dispatch_;
+    std::vector<std::string> capabilities_;
     std::uint16_t port_ = 0;
-    std::string contentId_;
 
     std::atomic<bool> stopping_{false};
     std::mutex stopMutex_;
     std::condition_variable stopCv_;
-    std::thread acceptThread_;
     std::thread housekeepingThread_;
 
     mutable std::mutex sessionsMutex_;
     std::condition_variable sessionsCv_;
     std::map<std::uint32_t, std::shared_ptr<Session>> sessions_;
-    std::map<std::uint32_t, std::thread> sessionThreads_;
-    std::vector<std::thread> finishedThreads_;
+    std::uint32_t nextSessionId_ = 1;
+    // Last: stopped first, while everything its sessions use is alive.
+    std::unique_ptr<transport::SshListener> listener_;
 };
 
 } // namespace ncstore::netconfd

@@ -1,62 +1,82 @@
-// What the server keeps about one NETCONF session beyond libnetconf2's nc_session.
+// What the server keeps about one NETCONF session: its SSH connection, who it is, counters.
 #pragma once
 
-#include <nc_server.h>
+#include "access.hpp"
+#include "ssh.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
+#include "ncstore/yang.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <stdexcept>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace ncstore::netconfd {
 
+namespace notify {
+class Subscription;
+}
+
+/// A session's RFC 5277 subscription (create-subscription): one per session, until it ends.
+struct EventSubscription {
+    std::shared_ptr<notify::Subscription> live; ///< the bus's queue of live events
+    Tree filter;                                ///< a copy of the subscription's filter; null: all
+    std::optional<std::chrono::system_clock::time_point> start; ///< replay from here
+    std::optional<std::chrono::system_clock::time_point> stop;  ///< end after the events of this time
+    bool replayPending = false;                                 ///< the replay runs once the <ok/> went out
+    std::uint64_t replayedThrough = 0; ///< live events with an id up to this one were replayed
+};
+
+/// Why a session ended (ietf-netconf-monitoring / RFC 6470 termination reasons).
+enum class TermReason { Closed, Killed, Dropped, Timeout, BadHello, Other };
+const char* toString(TermReason r);
+
 class Session {
 public:
-    explicit Session(nc_session* ncs)
-        : nc(ncs), id(nc_session_get_id(ncs)), user(orEmpty(nc_session_get_username(ncs))),
-          host(orEmpty(nc_session_get_host(ncs))), port(nc_session_get_port(ncs)),
-          login(std::chrono::system_clock::now()), wakeFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-        if (wakeFd < 0) {
-            throw std::runtime_error("eventfd failed for session " + std::to_string(id));
-        }
-    }
-    ~Session() { ::close(wakeFd); }
+    Session(std::unique_ptr<transport::SshConnection> conn, std::uint32_t sessionId, AccessControl& nacm)
+        : id(sessionId), user(conn->user()), host(conn->host()), port(conn->port()),
+          login(std::chrono::system_clock::now()), access(nacm, user), conn_(std::move(conn)) {}
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
-    /// Interrupts the session thread's sleep.
-    void wake() const {
-        const std::uint64_t one = 1;
-        [[maybe_unused]] const auto n = ::write(wakeFd, &one, sizeof one);
+    /// The connection: read and written by the session's own thread only; other threads may
+    /// call wake() and shutdown() on it.
+    transport::SshConnection& connection() const { return *conn_; }
+
+    /// Ends the session from another thread (kill-session): its I/O fails at once, an RPC in
+    /// progress finishes without being answered.
+    void kill(std::uint32_t by) {
+        killedBy = by;
+        killRequested = true;
+        conn_->shutdown();
     }
 
-    nc_session* const nc; ///< owned by the session thread, freed when the session ends
     const std::uint32_t id;
     const std::string user;
     const std::string host;
     const std::uint16_t port;
     const std::chrono::system_clock::time_point login;
-    const int wakeFd;
-    int fd = -1; ///< the TCP socket (owned by libssh), -1 when not found
+    /// What this session may do (NACM, access.hpp): asked per RPC and per notification.
+    const SessionAccess access;
 
     std::atomic<std::uint64_t> inRpcs{0};
     std::atomic<std::uint64_t> inBadRpcs{0};
     std::atomic<std::uint64_t> outRpcErrors{0};
-
-    /// Message size guard: set while libnetconf2 may be reading a message.
-    std::atomic<bool> reading{false};
-    std::atomic<std::uint64_t> readBaseline{0};
-    std::atomic<bool> oversized{false};
+    std::atomic<std::uint64_t> outNotifications{0};
 
     std::atomic<bool> killRequested{false};
     std::atomic<std::uint32_t> killedBy{0};
+    bool base11 = false;  ///< chunked framing (set once, by the session's thread, at hello)
+    bool started = false; ///< the hello exchange succeeded (RFC 6470 session-start was raised)
+    /// The session's subscription; the session's thread only.
+    std::unique_ptr<EventSubscription> subscription;
+    /// The subscriber could not keep up: its queue overflowed and the session is being cut.
+    std::atomic<bool> subscriberTooSlow{false};
 
 private:
-    static std::string orEmpty(const char* s) { return s ? s : ""; }
+    std::unique_ptr<transport::SshConnection> conn_;
 };
 
 } // namespace ncstore::netconfd

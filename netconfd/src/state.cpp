@@ -1,9 +1,8 @@
-// State data for <get>: ietf-netconf-monitoring (RFC 6022) and ietf-yang-library (RFC 8525,
-// with the RFC 7895 modules-state that older clients read module-set-id from).
+// State data for <get>: ietf-netconf-monitoring (RFC 6022), ietf-yang-library (RFC 8525,
+// with the RFC 7895 modules-state that older clients read module-set-id from) and the NACM
+// counters (RFC 8341).
 #include "server.hpp"
 #include "session.hpp"
-
-#include <nc_server.h>
 
 #include <ctime>
 
@@ -75,24 +74,20 @@ Tree Server::stateData() const {
     // capabilities: exactly what the <hello> carries
     b.set(ns + "/capabilities");
     lyd_node* caps = b.find(ns + "/capabilities");
-    if (const char** list = nc_server_get_cpblts(const_cast<ly_ctx*>(ctx))) {
-        for (const char** c = list; *c; ++c) {
-            b.term(caps, "capability", *c);
-        }
-        // The array itself is malloc'ed; its strings live in the context dictionary.
-        CFreeDeleter{}(static_cast<void*>(list));
+    for (const auto& c : capabilities_) {
+        b.term(caps, "capability", c);
     }
 
     // datastores and their global locks
-    std::map<ds::Datastore, LockTable::Held> held;
-    for (const auto& h : locks_.held()) {
+    std::map<ds::Datastore, ds::LockInfo> held;
+    for (const auto& h : store_->locks()) {
         held.emplace(h.ds, h);
     }
     for (auto d : {ds::Datastore::Running, ds::Datastore::Candidate, ds::Datastore::Startup}) {
         const std::string entry = ns + "/datastores/datastore[name='" + ds::toString(d) + "']";
         b.set(entry);
         if (auto it = held.find(d); it != held.end()) {
-            b.set(entry + "/locks/global-lock/locked-by-session", std::to_string(it->second.sid));
+            b.set(entry + "/locks/global-lock/locked-by-session", std::to_string(it->second.session));
             b.set(entry + "/locks/global-lock/locked-time", isoTime(it->second.since));
         }
     }
@@ -138,7 +133,7 @@ Tree Server::stateData() const {
         b.set(entry + "/in-rpcs", std::to_string(s->inRpcs.load()));
         b.set(entry + "/in-bad-rpcs", std::to_string(s->inBadRpcs.load()));
         b.set(entry + "/out-rpc-errors", std::to_string(s->outRpcErrors.load()));
-        b.set(entry + "/out-notifications", "0");
+        b.set(entry + "/out-notifications", std::to_string(s->outNotifications.load()));
     }
 
     // statistics
@@ -150,17 +145,43 @@ Tree Server::stateData() const {
     b.set(st + "/in-rpcs", std::to_string(stats_.inRpcs.load()));
     b.set(st + "/in-bad-rpcs", std::to_string(stats_.inBadRpcs.load()));
     b.set(st + "/out-rpc-errors", std::to_string(stats_.outRpcErrors.load()));
-    b.set(st + "/out-notifications", "0");
+    b.set(st + "/out-notifications", std::to_string(stats_.outNotifications.load()));
 
     Tree state = b.release();
 
-    // ietf-yang-library: the same content-id libnetconf2 puts in the <hello>
+    // nc-notifications (RFC 5277 3.2): the one stream and its replay log
+    if (ly_ctx_get_module_implemented(ctx, "nc-notifications")) {
+        const std::string stream = "/nc-notifications:netconf/streams/stream[name='NETCONF']";
+        lyd_node* streams = nullptr;
+        if (lyd_new_path(nullptr, ctx, (stream + "/description").c_str(),
+                         "NETCONF events: configuration changes and sessions (RFC 6470)", 0,
+                         &streams) != LY_SUCCESS ||
+            lyd_new_path(streams, ctx, (stream + "/replaySupport").c_str(), "true", 0, nullptr) !=
+                LY_SUCCESS ||
+            lyd_new_path(streams, ctx, (stream + "/replayLogCreationTime").c_str(),
+                         notify::dateAndTime(notifications_->logCreationTime()).c_str(), 0,
+                         nullptr) != LY_SUCCESS) {
+            lyd_free_all(streams);
+            throw YangError("cannot build the notification streams", ctx);
+        }
+        if (lyd_insert_sibling(state.get(), streams, nullptr) != LY_SUCCESS) {
+            lyd_free_all(streams);
+            throw YangError("cannot assemble state data", ctx);
+        }
+    }
+
+    // ietf-yang-library: the same content-id as the yang-library capability of the <hello>
     lyd_node* yanglib = nullptr;
     if (ly_ctx_get_yanglib_data(ctx, &yanglib, "%u", ly_ctx_get_change_count(ctx)) != LY_SUCCESS) {
         throw YangError("cannot build ietf-yang-library data", ctx);
     }
     Tree lib{yanglib};
     if (lyd_insert_sibling(state.get(), lib.release(), nullptr) != LY_SUCCESS) {
+        throw YangError("cannot assemble state data", ctx);
+    }
+    // NACM counters (RFC 8341): <get> merges them with running's /nacm.
+    Tree counters = nacm_->counters().state(ctx);
+    if (lyd_insert_sibling(state.get(), counters.release(), nullptr) != LY_SUCCESS) {
         throw YangError("cannot assemble state data", ctx);
     }
     lyd_node* first = state.release();

@@ -41,6 +41,7 @@ public:
     std::atomic<std::uint64_t> inRpcs{0};
     std::atomic<std::uint64_t> inBadRpcs{0};
     std::atomic<std::uint64_t> outRpcErrors{0};
+    std::atomic<std::uint64_t> outNotifications{0};
 
 private:
     mutable std::mutex mutex_;

@@ -1,10 +1,10 @@
 #include "users.hpp"
 
+#include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
 
 #include <crypt.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 
 #include <array>
 #include <cstring>
@@ -158,26 +158,15 @@ void UserDb::setPassword(const std::string& name, const std::string& password) {
     if (!found) {
         users.emplace_back(name, hash);
     }
-    const auto tmp = usersFile_.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        if (!out) {
-            throw UserError("cannot write " + tmp);
-        }
-        ::chmod(tmp.c_str(), 0600);
-        out << "# ncstored users: name:crypt(3) hash. Edit with `ncstored --add-user NAME`.\n";
-        for (const auto& [n, h] : users) {
-            out << n << ':' << h << '\n';
-        }
-        out.flush();
-        if (!out) {
-            throw UserError("cannot write " + tmp);
-        }
+    std::ostringstream text;
+    text << "# ncstored users: name:crypt(3) hash. Edit with `ncstored --add-user NAME`.\n";
+    for (const auto& [n, h] : users) {
+        text << n << ':' << h << '\n';
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, usersFile_, ec);
-    if (ec) {
-        throw UserError("cannot replace " + usersFile_.string() + ": " + ec.message());
+    try {
+        files::writePrivateFile(usersFile_, text.str());
+    } catch (const std::exception& e) {
+        throw UserError(e.what());
     }
 }
 

@@ -1,5 +1,6 @@
 // Subtree and XPath filtering as a NETCONF client sees it: which nodes a get-config returns.
 #include "filter.hpp"
+#include "filter_test_data.hpp"
 
 #include <gtest/gtest.h>
 
@@ -41,31 +42,7 @@ class FilterTest : public ::testing::Test {
 protected:
     void SetUp() override {
         ctx = testContext();
-        const std::string xml =
-            "<interfaces" + ns(kIf) + " xmlns:ia=\"" + kIana + "\">" +
-            "<interface><name>eth0</name><description>uplink</description>"
-            "<type>ia:ethernetCsmacd</type></interface>"
-            "<interface><name>eth1</name><type>ia:softwareLoopback</type>"
-            "<enabled>false</enabled></interface>"
-            "<interface><name>lo</name><type>ia:softwareLoopback</type></interface>"
-            "</interfaces>"
-            "<devices" +
-            ns(kFt) +
-            ">"
-            "<device><id>d1</id><status>up</status><weight>1.5</weight>"
-            "<info><vendor>acme</vendor><model>x1</model></info><tag>red</tag><tag>blue</tag>"
-            "</device>"
-            "<device><id>d2</id><status>down</status><mtu>9000</mtu><tag>blue</tag></device>"
-            "<device><id>d3</id><status>up</status><info><vendor>other</vendor></info></device>"
-            "<link><a>x</a><b>1</b><cost>10</cost></link>"
-            "<link><a>x</a><b>2</b><cost>20</cost></link>"
-            "<link><a>y</a><b>1</b><cost>30</cost></link>"
-            "<ordered><name>c</name><v>3</v></ordered>"
-            "<ordered><name>a</name><v>1</v></ordered>"
-            "<ordered><name>b</name><v>2</v></ordered>"
-            "</devices>"
-            "<hostname" +
-            ns(kFt) + ">r1</hostname>";
+        const std::string xml = ncstore::test::filterTestData();
         data = ncstore::parseData(ctx.get(), xml, LYD_XML, LYD_PARSE_STRICT, LYD_VALIDATE_PRESENT);
     }
 
@@ -244,6 +221,14 @@ TEST_F(FilterTest, EmptyFilterSelectsNothing) {
     EXPECT_FALSE(sub(""));
     EXPECT_FALSE(viaRpc("<filter type=\"subtree\"/>"));
     EXPECT_FALSE(viaRpc("<filter/>"));
+}
+
+TEST_F(FilterTest, TextInsteadOfElementsIsABadFilter) {
+    // Found by tests/fuzz/fuzz_filter: the text "%" was parsed again and again until the stack
+    // overflowed, which stopped the server.
+    EXPECT_THROW(viaRpc("<filter type=\"subtree\">%</filter>"), filter::Error);
+    EXPECT_THROW(sub("%"), filter::Error);
+    EXPECT_FALSE(viaRpc("<filter type=\"subtree\"> \n </filter>"));
 }
 
 TEST_F(FilterTest, FailingContentMatchDropsTheWholeSiblingSet) {
@@ -448,6 +433,31 @@ TEST_F(FilterTest, PrintedSelectionEqualsPrintedTree) {
                 << f << " wd=" << wd;
         }
     }
+}
+
+TEST_F(FilterTest, TopLevelNodesLeftOutAreAsIfTheyDidNotExist) {
+    const lyd_node* devices = nullptr;
+    for (const lyd_node* n = lyd_first_sibling(data.get()); n; n = n->next) {
+        devices = std::string(n->schema->name) == "devices" ? n : devices;
+    }
+    ASSERT_NE(devices, nullptr);
+    const std::string both = "<filter type=\"subtree\"><devices" + ns(kFt) + "/><interfaces" + ns(kIf) +
+                             "><interface><name>eth0</name></interface></interfaces></filter>";
+    const std::string without = withRpcFilter(both, [&](const lyd_node* fn) {
+        return filter::applySubtreeXmlWithout(data.get(), fn, 0, {devices});
+    });
+    const std::string interfacesOnly =
+        withRpcFilter("<filter type=\"subtree\"><interfaces" + ns(kIf) +
+                          "><interface><name>eth0</name></interface></interfaces></filter>",
+                      [&](const lyd_node* fn) { return filter::applyXml(data.get(), fn, 0); });
+    EXPECT_EQ(without, interfacesOnly);
+    EXPECT_EQ(without.find("<device"), std::string::npos);
+    EXPECT_THROW(withRpcFilter("<filter type=\"xpath\" select=\"/interfaces\"/>",
+                               [&](const lyd_node* fn) {
+                                   return filter::applySubtreeXmlWithout(data.get(), fn, 0, {devices});
+                               }),
+                 std::invalid_argument)
+        << "an XPath predicate may look into a node left out";
 }
 
 TEST_F(FilterTest, ManyKeysInOneFilter) {

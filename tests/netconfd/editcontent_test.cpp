@@ -2,7 +2,6 @@
 // every other mistake gets.
 #include "editcontent.hpp"
 #include "errors.hpp"
-#include "models.hpp"
 
 #include "server_context.hpp"
 
@@ -29,7 +28,7 @@ RpcError errorOf(const std::string& text) {
         return e;
     }
     ADD_FAILURE() << "no error for " << text;
-    return RpcError("none", ErrorType::Application, "");
+    return RpcError::operationFailed("no error");
 }
 
 const lyd_node* findChild(const lyd_node* parent, const char* name) {
@@ -82,29 +81,29 @@ TEST(EditContent, ValuelessLeafToSetIsInvalidValue) {
         SCOPED_TRACE(op);
         const auto e =
             errorOf(interfaces(std::string("<interface><name>e</name><enabled") + op + "/></interface>"));
-        EXPECT_EQ(e.tag, "invalid-value");
+        EXPECT_EQ(e.tag, ErrorTag::InvalidValue);
         EXPECT_NE(e.path.find("enabled"), std::string::npos) << e.path;
     }
     const auto e = errorOf(interfaces("<interface><name>e</name><enabled>maybe</enabled></interface>"));
-    EXPECT_EQ(e.tag, "invalid-value");
+    EXPECT_EQ(e.tag, ErrorTag::InvalidValue);
     EXPECT_NE(e.path.find("enabled"), std::string::npos) << e.path;
 }
 
 TEST(EditContent, MissingKeyIsMissingElement) {
     const auto e =
         errorOf(interfaces("<interface nc:operation=\"delete\"><description>d</description></interface>"));
-    EXPECT_EQ(e.tag, "missing-element");
+    EXPECT_EQ(e.tag, ErrorTag::MissingElement);
     EXPECT_EQ(e.badElement, "name");
 }
 
 TEST(EditContent, UnknownElementAndNamespace) {
     auto e = errorOf(interfaces("<interface><name>e</name><bogus nc:operation=\"delete\"/></interface>"));
-    EXPECT_EQ(e.tag, "unknown-element");
+    EXPECT_EQ(e.tag, ErrorTag::UnknownElement);
     EXPECT_EQ(e.type, ErrorType::Protocol);
     EXPECT_EQ(e.badElement, "bogus");
 
     e = errorOf("<interfaces xmlns=\"urn:example:nope\"><interface><name>x</name></interface></interfaces>");
-    EXPECT_EQ(e.tag, "unknown-namespace");
+    EXPECT_EQ(e.tag, ErrorTag::UnknownNamespace);
     EXPECT_EQ(e.badNamespace, "urn:example:nope");
     EXPECT_EQ(e.badElement, "interfaces");
 }

@@ -141,3 +141,76 @@ TEST(InlineConfig, NothingToTake) {
     EXPECT_FALSE(findInlineConfig("not xml"));
     EXPECT_FALSE(findInlineConfig(""));
 }
+
+// What libyang 2.1.30 crashes on (found by tests/fuzz/fuzz_filter), which the server must
+// find first.
+namespace {
+
+std::string hazard(const std::string& message) {
+    return libyangHazard(message).value_or("");
+}
+
+std::string filter(const std::string& content) {
+    return "<rpc xmlns=\"" + kNc + "\"><get><filter>" + content + "</filter></get></rpc>";
+}
+
+std::string twins(const std::string& name) {
+    return "a sibling <" + name + "> after one without a namespace";
+}
+
+} // namespace
+
+TEST(LibyangHazard, SiblingsUndeclaringTheDefaultNamespace) {
+    EXPECT_EQ(hazard(filter("<x xmlns=\"\"/><x xmlns=\"\"/>")), twins("x"));
+    EXPECT_EQ(hazard(filter("<d xmlns=\"\"><e/><e>1</e></d>")), twins("e"));
+}
+
+TEST(LibyangHazard, AnyElementAfterASameNamedOneWithoutNamespace) {
+    // Found by the fuzz_filter long run: <xmlns:i/><i/> (libyang binds neither xmlns nor xml).
+    EXPECT_EQ(hazard(filter("<xmlns:i/><i/>")), twins("i"));
+    EXPECT_EQ(hazard(filter("<xml:i/><i/>")), twins("i"));
+    EXPECT_EQ(hazard(filter("<d xmlns=\"\"><i/><i xmlns=\"urn:x\"/></d>")), twins("i"));
+    // The other way round libyang compares without crashing.
+    EXPECT_EQ(hazard(filter("<i/><i xmlns=\"\"/>")), "");
+}
+
+TEST(LibyangHazard, UnprefixedChildrenOfAPrefixedRpcAndUndeclaredPrefixes) {
+    EXPECT_EQ(
+        hazard("<nc:rpc xmlns:nc=\"" + kNc + "\"><nc:get><nc:filter><a/><a/></nc:filter></nc:get></nc:rpc>"),
+        twins("a"));
+    EXPECT_EQ(hazard(filter("<p:a/><q:a/>")), twins("a"));
+}
+
+TEST(LibyangHazard, AnythingInANamespaceOrOnceIsFine) {
+    EXPECT_EQ(hazard(filter("<x/><x/>")), "");
+    EXPECT_EQ(hazard(filter("<d xmlns=\"\"><e/><f/></d><e xmlns=\"\"/>")), "");
+    EXPECT_EQ(hazard(filter(
+                  "<x xmlns=\"\"/><!-- <x xmlns=\"\"/> --><![CDATA[<x xmlns=\"\"/>]]><?pi <x xmlns=''/>?>")),
+              "");
+    EXPECT_EQ(hazard(filter("<x xmlns=\"\"/></filter><filter><x xmlns=\"\"/>")), "");
+}
+
+TEST(LibyangHazard, TwinsBeforeATruncationAreStillFound) {
+    EXPECT_EQ(hazard("<rpc xmlns=\"" + kNc + "\"><get><filter><d xmlns=\"\"><device></device><device>"),
+              twins("device"));
+    EXPECT_EQ(hazard("<rpc xmlns=\"" + kNc + "\"><get><filter><d xmlns=\"\"><device></device>"), "");
+}
+
+TEST(LibyangHazard, StartTagsLibyangReadsAndXmlDoesNotAreRefused) {
+    // libyang creates the second <t> before it sees the '.', and reads attributes that no white
+    // space separates: both hid twins from a scanner that stopped there.
+    EXPECT_EQ(hazard(filter("<cs xmlns=\"\"><t/><t/.></cs>")),
+              "a start tag that is not well-formed XML at offset 83");
+    EXPECT_NE(hazard(filter("<x a=\"1\"b=\"2\"/><t xmlns=\"\"/><t xmlns=\"\"/>")), "");
+    EXPECT_NE(hazard("<!DOCTYPE rpc [<!ENTITY e \"x\">]>" + filter("")), "");
+}
+
+TEST(LibyangHazard, ManyDistinctSiblingsAreOneLinearPass) {
+    // A quadratic check would take minutes here: a hostile client's cheap way to stall a session.
+    std::string m = "<rpc xmlns=\"" + kNc + "\"><get><filter><d xmlns=\"\">";
+    for (int i = 0; i < 200000; ++i) {
+        m += "<e" + std::to_string(i) + "/>";
+    }
+    EXPECT_EQ(hazard(m + "</d></filter></get></rpc>"), "");
+    EXPECT_EQ(hazard(m + "<e7/></d></filter></get></rpc>"), twins("e7"));
+}

@@ -66,6 +66,13 @@ TEST(Options, Actions) {
     EXPECT_EQ(add.action, Action::AddUser);
     EXPECT_EQ(add.addUser, "bob");
     EXPECT_EQ(add.config.dataDir, "d");
+    EXPECT_EQ(add.group, "");
+    const auto grouped = parse({"--add-user", "bob", "--group", "operators"});
+    EXPECT_EQ(grouped.action, Action::AddUser);
+    EXPECT_EQ(grouped.group, "operators");
+    EXPECT_EQ(parse({"--reset-nacm", "--data-dir", "d"}).action, Action::ResetNacm);
+    EXPECT_EQ(parse({"--nacm-recovery-user", "root"}).config.nacmRecoveryUser, "root");
+    EXPECT_EQ(parse({}).config.nacmRecoveryUser, "") << "no recovery user unless one is configured";
 }
 
 TEST(Options, Errors) {
@@ -75,4 +82,6 @@ TEST(Options, Errors) {
     EXPECT_THROW(parse({"--no-such-option"}), OptionsError);
     EXPECT_THROW(parse({"--max-sessions", "0"}), OptionsError);
     EXPECT_THROW(parse({"--config", "/nonexistent/ncstored.conf"}), OptionsError);
+    EXPECT_THROW(parse({"--group", "admin"}), OptionsError) << "--group without --add-user";
+    EXPECT_THROW(parse({"--add-user", "bob", "--reset-nacm"}), OptionsError);
 }

@@ -1,5 +1,7 @@
 #include "users.hpp"
 
+#include "scoped_umask.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -41,6 +43,7 @@ TEST(Users, RandomPassword) {
 }
 
 TEST(Users, FileRoundTripAndPermissions) {
+    const ncstore::test::ScopedUmask umask{0}; // 0600 by the code, not by the umask
     const auto dir = freshDir("roundtrip");
     UserDb db(dir / "users", dir / "authorized_keys");
     EXPECT_TRUE(db.empty());

@@ -1,0 +1,24 @@
+#include "datadir.hpp"
+
+namespace ncstore::netconfd {
+
+ModelOptions modelOptions(const ServerConfig& config) {
+    ModelOptions models = defaultModelOptions();
+    models.defaultModels = config.defaultModels;
+    models.yangDirs = config.yangDirs;
+    models.searchDirs = config.yangSearchDirs;
+    return models;
+}
+
+ds::StoreOptions storeOptions(const ServerConfig& config) {
+    ds::StoreOptions options;
+    options.file = config.dataDir / "ncstore.db";
+    options.durability = ds::parseDurability(config.durability);
+    return options;
+}
+
+std::filesystem::path lockFile(const ServerConfig& config) {
+    return config.dataDir / "ncstored.lock";
+}
+
+} // namespace ncstore::netconfd
