@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target of tests/fuzz with its committed seeds, dictionary and crash inputs.
+#
+#   run.sh replay BINARY           every committed seed and crash input once (ctest -L fuzz)
+#   run.sh smoke  BINARY SECONDS   fuzz for SECONDS from the seeds in a scratch corpus (CI)
+#   run.sh long   BINARY RUNS [CORPUS_DIR]
+#                                  fuzz until RUNS executions (nice -n 19, one job), keeping the
+#                                  corpus in CORPUS_DIR (default: BINARY's dir/corpus-<target>),
+#                                  and print the line for tests/fuzz/results/
+#
+# A crash stops the run with a non-zero status; its input is saved in FUZZ_ARTIFACTS (default:
+# the binary's directory/artifacts) and printed in base64, to be committed under
+# tests/fuzz/crashes/<target>/ once fixed (README.md).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+mode=${1:?mode: replay | smoke | long}
+binary=$(realpath "${2:?fuzz target binary}")
+target=$(basename "$binary")
+seeds=$here/corpus/$target
+crashes=$here/crashes/$target
+artifacts=${FUZZ_ARTIFACTS:-$(dirname "$binary")/artifacts}
+mkdir -p "$artifacts"
+
+# libFuzzer takes one dictionary: the XML one plus the target's own.
+dict_args=()
+case $target in
+fuzz_rpc) parts=("$here/dict/xml.dict" "$here/dict/netconf.dict") ;;
+fuzz_filter) parts=("$here/dict/xml.dict" "$here/dict/filter.dict") ;;
+fuzz_framing) parts=("$here/dict/framing.dict") ;;
+fuzz_nacm) parts=("$here/dict/xml.dict") ;;
+*) parts=() ;; # fuzz_edit reads bytes as choices, not text
+esac
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/ncstore-$target.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+if [ ${#parts[@]} -gt 0 ]; then
+    cat "${parts[@]}" >"$scratch/dict"
+    dict_args=(-dict="$scratch/dict")
+fi
+
+# Leaks are not checked per input (-detect_leaks=0): libFuzzer would stop on the first leak of a
+# library cache; the ASan+UBSan build's test suite checks leaks instead.
+common=(-artifact_prefix="$artifacts/" -print_final_stats=1 -detect_leaks=0 "${dict_args[@]}")
+
+case $mode in
+replay)
+    inputs=()
+    for dir in "$seeds" "$crashes"; do
+        [ -d "$dir" ] && inputs+=("$dir"/*)
+    done
+    if [ ${#inputs[@]} -eq 0 ]; then
+        echo "run.sh: no seeds or crash inputs for $target" >&2
+        exit 1
+    fi
+    exec "$binary" "${common[@]}" "${inputs[@]}"
+    ;;
+smoke)
+    seconds=${3:?seconds}
+    mkdir "$scratch/corpus"
+    exec "$binary" "${common[@]}" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
+        "$scratch/corpus" "$seeds"
+    ;;
+long)
+    runs=${3:?runs}
+    corpus=${4:-$(dirname "$binary")/corpus-$target}
+    mkdir -p "$corpus"
+    start=$(date -u +%FT%TZ)
+    commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    log=$(dirname "$binary")/long-$target.log
+    set +e
+    nice -n 19 "$binary" "${common[@]}" -runs="$runs" -timeout=30 -rss_limit_mb=4096 \
+        "$corpus" "$seeds" >"$log" 2>&1
+    status=$?
+    set -e
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    cov=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1 | sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/cov \1, ft \2, corpus \3/')
+    # exit 0: RUNS executions without a crash; anything else: see the log and the artifacts
+    echo "| $target | $start .. $(date -u +%FT%TZ) | $commit | ${execs:-?} | ${rate:-?} | ${cov:-?} | exit $status |"
+    exit $status
+    ;;
+*)
+    echo "run.sh: unknown mode $mode" >&2
+    exit 2
+    ;;
+esac
