@@ -3,7 +3,7 @@
 edit-configs an ietf-interfaces entry over SSH, reads it back with get-config, gets the rpc-error
 (and a non-zero exit) for a duplicate create; --timed stats mode works; --each-line sends one
 request per line; clients/python/ncraw.py times a get-config without parsing it and reports
-rpc-errors.
+rpc-errors; subscribe replays and follows config changes.
 
 usage: e2e_client.py NCSTORED NCSTORE_CLIENT
 """
@@ -58,6 +58,30 @@ def main():
             assert "data-exists" in err, err
             out = run("--sessions", "2", "--repeat", "5", "get-config", "--source", "running").stdout
             assert "count: 10" in out and "errors: 0" in out, out
+            # subscribe: the replay of what happened so far (the server's own first-start write of the
+            # NACM defaults, the create), one JSON line each, replayComplete, the live config change of
+            # another session's edit, then --count ends it.
+            events = subprocess.Popen(base + ["--json", "subscribe", "--start-time", "2000-01-01T00:00:00Z",
+                                              "--filter-xpath", "/ietf-netconf-notifications:netconf-config-change",
+                                              "--count", "4"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(2)
+            edit2 = tmp / "edit2.xml"
+            edit2.write_text(edit.read_text().replace("e2e0", "followed0"))
+            run("edit-config", "--target", "running", "--config", str(edit2))
+            out, err = events.communicate(timeout=120)
+            print(f"$ ncstore-client --json subscribe ... -> {events.returncode}\n{out}{err}")
+            lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+            assert events.returncode == 0 and len(lines) == 4, lines
+            assert "nc-notifications:replayComplete" in lines[2]["event"], lines  # between replay and live
+            changes = [ln["event"]["ietf-netconf-notifications:netconf-config-change"]
+                       for ln in (lines[0], lines[1], lines[3])]
+            assert "server" in changes[0]["changed-by"] and changes[0]["edit"][0]["target"] == "/ietf-netconf-acm:nacm"
+            assert changes[1]["changed-by"]["username"] == "tester", changes[1]
+            assert changes[1]["edit"][0]["target"] == "/ietf-interfaces:interfaces", changes[1]
+            assert changes[2]["edit"] == [{"target": "/ietf-interfaces:interfaces/interface[name='followed0']",
+                                           "operation": "create"}], changes[2]
+            assert all(ln["eventTime"].endswith("Z") for ln in lines)
 
             lines = tmp / "lines.xml"
             lines.write_text("\n".join(edit.read_text().replace("e2e0", f"e2e{i}") for i in (1, 2)) + "\n")

@@ -1,4 +1,5 @@
-"""pytest fixtures: one ncstored per test module, a fresh ncclient session per test."""
+"""pytest fixtures: one ncstored per test module, a fresh ncclient session per test; the hostile
+tests' fixtures (a server per test, bystander sessions) come from hostile.py."""
 
 import os
 import sys
@@ -8,6 +9,12 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ncserver  # noqa: E402
+from hostile import bystanders, hostile_server  # noqa: E402,F401  (fixtures of test_hostile_*.py)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "server_args(*args): extra ncstored arguments for the "
+                            "hostile_server fixture (hostile.py)")
 
 
 @pytest.fixture(scope="module")
@@ -17,10 +24,26 @@ def server(request):
     s.start()
     yield s
     alive = s.alive()
-    s.stop() if alive else None
+    status = s.stop() if alive else None
     if not alive:
         print("ncstored died during %s:\n%s" % (request.module.__name__, s.log_tail()))
+    reports = s.sanitizer_reports()
     s.cleanup()
+    if reports:
+        pytest.fail("sanitizer report from ncstored at the end of %s:\n%s"
+                    % (request.module.__name__, reports))
+    if status:
+        pytest.fail("ncstored exited with status %s on SIGTERM" % status)
+
+
+@pytest.fixture(autouse=True)
+def no_sanitizer_report(request):
+    """Fails the test during which the module's ncstored wrote a sanitizer report."""
+    yield
+    if "server" in request.fixturenames:
+        reports = request.getfixturevalue("server").sanitizer_reports()
+        if reports:
+            pytest.fail("sanitizer report from ncstored:\n" + reports)
 
 
 @pytest.fixture

@@ -9,8 +9,14 @@ over paramiko that can send what ncclient refuses to build (malformed XML, an <r
 message-id, oversized messages).
 
 Environment: NCSTORED = path of the ncstored binary (required).
+
+Sanitizer builds (NCSTORE_SANITIZE): every ncstored process writes its AddressSanitizer, UBSan,
+LeakSanitizer and ThreadSanitizer reports to files in the server's temporary dir (log_path, added
+to the options ctest sets); sanitizer_reports() reads them, and the pytest fixtures fail the test
+that was running when one appeared, or the module whose server did not exit cleanly.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -20,6 +26,7 @@ import tempfile
 import time
 
 import paramiko
+from lxml import etree
 from ncclient import manager
 
 NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
@@ -46,7 +53,8 @@ class Server:
     """One ncstored process on its own data dir; start() again after stop()/kill() restarts it
     on the same data."""
 
-    def __init__(self, extra_args=(), name="e2e"):
+    def __init__(self, extra_args=(), name="e2e", user=True):
+        """user=False: no user before the first start (the server then creates `admin`)."""
         self.binary = ncstored_binary()
         self.tmp = tempfile.mkdtemp(prefix="ncstore-%s-" % name)
         self.data_dir = os.path.join(self.tmp, "data")
@@ -54,11 +62,15 @@ class Server:
         self.extra_args = list(extra_args)
         self.proc = None
         self.port = None
-        self.add_user(USER, PASSWORD)
+        self.sanitizer_prefix = os.path.join(self.tmp, "sanitizer")
+        self.env = sanitizer_env(self.sanitizer_prefix)
+        if user:
+            self.add_user(USER, PASSWORD)
 
     def add_user(self, name, password):
         r = subprocess.run([self.binary, "--data-dir", self.data_dir, "--add-user", name],
-                           input=password + "\n", text=True, capture_output=True, timeout=60)
+                           input=password + "\n", text=True, capture_output=True, timeout=60,
+                           env=self.env)
         if r.returncode != 0:
             raise RuntimeError("ncstored --add-user %s failed (%d): %s"
                                % (name, r.returncode, r.stderr))
@@ -73,7 +85,7 @@ class Server:
         with open(self.log_path, "a") as log:
             log.write("\n=== %s\n" % " ".join(cmd))
             log.flush()
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.time() + timeout
         while True:
             text = ""
@@ -123,6 +135,16 @@ class Server:
             return
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def sanitizer_reports(self):
+        """The text of every sanitizer report ncstored wrote so far ("" when none), each report
+        file read once."""
+        out = []
+        for path in sorted(glob.glob(self.sanitizer_prefix + ".*")):
+            with open(path, errors="replace") as f:
+                out.append("--- %s\n%s" % (os.path.basename(path), f.read()))
+            os.rename(path, path.replace("sanitizer.", "reported-sanitizer.", 1))
+        return "\n".join(out)
+
     def log_tail(self, n=6000):
         try:
             with open(self.log_path, errors="replace") as f:
@@ -147,20 +169,35 @@ class Server:
                     raise
                 time.sleep(0.05 * failures)
 
-    def raw(self, user=USER, password=PASSWORD, version="1.1"):
-        return RawSession(self.port, user, password, version=version)
+    def raw(self, user=USER, password=PASSWORD, version="1.1", window_size=None):
+        return RawSession(self.port, user, password, version=version, window_size=window_size)
+
+
+def sanitizer_env(prefix):
+    """The environment for ncstored: the sanitizer options ctest set, with the reports going to
+    files under `prefix` (harmless for a build without sanitizers)."""
+    env = dict(os.environ)
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"):
+        kept = [o for o in env.get(var, "").split(":") if o and not o.startswith("log_path=")]
+        env[var] = ":".join(kept + ["log_path=" + prefix])
+    return env
 
 
 class RawSession:
     """NETCONF over an SSH 'netconf' subsystem, byte for byte: base:1.0 (end-of-message
-    framing) or base:1.1 (chunked framing, RFC 6242)."""
+    framing) or base:1.1 (chunked framing, RFC 6242). hello=False sends no client <hello>: the
+    caller sends what it wants (send / send_bytes, end-of-message framed until chunked is set)."""
 
-    def __init__(self, port, user=USER, password=PASSWORD, timeout=30, version="1.1"):
+    def __init__(self, port, user=USER, password=PASSWORD, timeout=30, version="1.1", hello=True,
+                 window_size=None):
+        """window_size: the SSH channel window this client grants the server (paramiko's default
+        when None); a small one makes the server wait as soon as this client stops reading."""
         self.timeout = timeout
         self.version = version
         self.transport = paramiko.Transport(("127.0.0.1", port))
         self.transport.connect(username=user, password=password)
-        self.channel = self.transport.open_session()
+        self.channel = (self.transport.open_session(window_size=window_size, max_packet_size=16384)
+                        if window_size else self.transport.open_session())
         self.channel.settimeout(timeout)
         self.channel.invoke_subsystem("netconf")
         self.buf = b""
@@ -168,11 +205,16 @@ class RawSession:
         self.server_hello = self.read()
         m = re.search(r"<session-id>(\d+)</session-id>", self.server_hello)
         self.session_id = int(m.group(1)) if m else None
-        caps = "<capability>urn:ietf:params:netconf:base:1.0</capability>"
-        if version == "1.1":
-            caps += "<capability>urn:ietf:params:netconf:base:1.1</capability>"
-        self.send('<hello xmlns="%s"><capabilities>%s</capabilities></hello>' % (NC, caps))
-        self.chunked = version == "1.1" and "urn:ietf:params:netconf:base:1.1" in self.server_hello
+        if hello:
+            caps = "<capability>urn:ietf:params:netconf:base:1.0</capability>"
+            if version == "1.1":
+                caps += "<capability>urn:ietf:params:netconf:base:1.1</capability>"
+            self.send('<hello xmlns="%s"><capabilities>%s</capabilities></hello>' % (NC, caps))
+            self.chunked = version == "1.1" and "urn:ietf:params:netconf:base:1.1" in self.server_hello
+
+    def send_bytes(self, data):
+        """Exactly these bytes, no framing added."""
+        self.channel.sendall(data)
 
     def send(self, text):
         data = text.encode() if isinstance(text, str) else text
@@ -222,6 +264,8 @@ class RawSession:
     def close(self):
         try:
             self.channel.close()
+        except (EOFError, OSError):
+            pass  # the server has closed the connection already
         finally:
             self.transport.close()
 
@@ -274,14 +318,26 @@ def all_config(m, source="running"):
     return m.get_config(source=source).data_xml
 
 
+NACM = "urn:ietf:params:xml:ns:yang:ietf-netconf-acm"
+
+
+def nacm_xml(m):
+    """Running's /nacm element as XML ("" when running has none): a copy-config that replaces
+    running keeps the access rules only when its content carries them (they are data in running
+    like any other, RFC 8341)."""
+    data = m.get_config(source="running", filter=("subtree", '<nacm xmlns="%s"/>' % NACM)).data_ele
+    found = data.find("{%s}nacm" % NACM)
+    return "" if found is None else etree.tostring(found).decode()
+
+
 def reset(m):
     """Best effort: empty ietf-interfaces in running (a remove on the container, or when that
-    leaves entries, a copy-config of an empty configuration), candidate = running, empty
-    startup. The operations themselves are tested elsewhere."""
+    leaves entries, a copy-config of a configuration with nothing but the NACM rules), candidate =
+    running, empty startup. The operations themselves are tested elsewhere."""
     for op in (lambda: m.edit_config(target="running", config=config(
                    attrs=' xmlns:nc="%s" nc:operation="remove"' % NC)),
                lambda: interfaces(m) and m.copy_config(
-                   source='<source xmlns="%s"><config/></source>' % NC, target="running"),
+                   source='<source xmlns="%s"><config>%s</config></source>' % (NC, nacm_xml(m)), target="running"),
                lambda: m.discard_changes(),
                lambda: m.delete_config(target="startup")):
         try:

@@ -5,7 +5,7 @@ import pytest
 from ncclient.operations.rpc import RPCError
 from ncclient.xml_ import to_ele
 
-from ncserver import NC, IF, NS, config, iface, interfaces, all_config
+from ncserver import NC, IF, NS, config, iface, interfaces, all_config, nacm_xml
 
 CAP = "urn:ietf:params:netconf:capability:"
 
@@ -231,9 +231,12 @@ def test_copy_config_running_to_startup_and_back(m):
 
 
 def test_copy_config_inline_to_running(m):
-    m.copy_config(source='<source xmlns="%s">%s</source>' % (NC, config(iface("eth7", description="inline"))),
-                  target="running")
+    # The content replaces all of running, the NACM rules (data in running, RFC 8341) included:
+    # it carries them, or the next write would be denied (test_nacm.py).
+    content = config(iface("eth7", description="inline")).replace("</config>", nacm_xml(m) + "</config>")
+    m.copy_config(source='<source xmlns="%s">%s</source>' % (NC, content), target="running")
     assert interfaces(m)["eth7"]["description"] == "inline"
+    m.edit_config(target="running", config=config(iface("eth8")))
 
 
 def test_delete_config_startup(m):

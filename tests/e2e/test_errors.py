@@ -7,11 +7,8 @@ from ncclient.xml_ import to_ele
 
 from ncserver import NC, IF, IANA, config, iface, all_config, error_tags
 
-# Note for whoever sees these fail: libnetconf2 2.0.24 parses every <rpc> itself
-# (nc_server_recv_rpc_io) and would answer ANY parse failure with error-tag operation-failed; the
-# RFC tags (unknown-element, bad-attribute, malformed-message, missing-attribute, ...) come from
-# ncstored's interposed parse (netconfd/src/rpcparse.hpp). A failure here may mean that
-# interposition no longer takes effect (a libnetconf2 or linker change).
+# The RFC tags (unknown-element, bad-attribute, malformed-message, missing-attribute, ...) come
+# from ncstored's parse of each message (netconfd/src/rpcparse.hpp).
 
 # A small limit so that an oversized message is cheap to send.
 MAX_MESSAGE = 1024 * 1024

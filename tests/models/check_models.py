@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Checks of the project's YANG module and of ncstore-gen output, validated with yanglint.
 
-Usage: check_models.py --repo DIR --shared DIR [--yanglint PATH] CHECK
-One CHECK per ctest test (see CMakeLists.txt); exit status 0 = pass.
+Usage: check_models.py --repo DIR [--shared DIR] [--yanglint PATH] CHECK
+One CHECK per ctest test (see CMakeLists.txt); exit status 0 = pass, 77 = skipped: the check
+needs shared data (official Open ROADM models, CPS reference data) that is not there; see
+tests/shared_data.py (--shared overrides $NCSTORE_SHARED_DIR and ../shared).
 """
 
 import argparse
@@ -14,6 +16,10 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import shared_data  # noqa: E402
 
 NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 INV = "urn:ncstore:yang:openroadm-inventory"
@@ -40,8 +46,7 @@ def check(cond, msg):
 
 def gen(*argv):
     cmd = [sys.executable, os.path.join(A.repo, "clients", "generator", "ncstore-gen")] + list(argv)
-    env = dict(os.environ, NCSTORE_SHARED_DIR=A.shared)
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    r = subprocess.run(cmd, capture_output=True, text=True)
     check(r.returncode == 0, "%s failed (%d): %s" % (" ".join(argv), r.returncode, r.stderr))
     return r.stdout
 
@@ -67,6 +72,11 @@ def inv_module():
     mods = sorted(glob.glob(os.path.join(A.repo, "yang", "openroadm", "*.yang")))
     check(mods, "no module in yang/openroadm")
     return mods
+
+
+def edit_modules():
+    """yanglint arguments for edit-config content of the module (nc:operation: ietf-netconf)."""
+    return ["-p", YUMA_IETF] + inv_module() + [os.path.join(YUMA_IETF, "ietf-netconf@2011-06-01.yang")]
 
 
 def roadm_modules(version):
@@ -181,12 +191,18 @@ def t_inventory_cps():
         check(out == ref, "CPS %s output differs from openroadm-devices-3.json" % fmt)
 
 
+def device_example():
+    return os.path.join(A.repo, "yang", "openroadm", "examples", "device-cps.json")
+
+
 def t_inventory_counts():
-    """A generated device has exactly the CPS counts: in the source, in the generated XML and
-    JSON, and in what libyang parses out of them (no default nodes added)."""
-    src = json.load(open(os.path.join(A.shared, "data", "cps-openroadm", "innerNode.json")))
+    """A generated device has exactly the CPS counts: in the template (the module's example of
+    the CPS device), in the generated XML and JSON, and in what libyang parses out of them (no
+    default nodes added)."""
+    doc = json.load(open(device_example(), encoding="utf-8"))
+    src = doc["ncstore-openroadm-inventory:openroadm-devices"]["openroadm-device"][0]
     check(count_json(src) == (CPS_FRAGMENTS, CPS_LEAVES),
-          "innerNode.json counts %s" % (count_json(src),))
+          "device-cps.json counts %s" % (count_json(src),))
     xml = gen("inventory", "-n", "2", "--start", "41")
     root = ET.fromstring(xml)
     devs = root.findall("{%s}openroadm-device" % INV)
@@ -204,7 +220,7 @@ def t_inventory_counts():
               % (count_json(d),))
     # and a mutated template is noticed: one more degree -> different counts
     src["org-openroadm-device"]["degree"].append({"degree-number": 29, "max-wavelengths": 1})
-    alt = write("alt.json", json.dumps(src))
+    alt = write("alt.json", json.dumps(doc))
     d = ET.fromstring(gen("inventory", "--cps-device", alt))[0]
     check(count_xml(d) == (CPS_FRAGMENTS + 1, CPS_LEAVES + 2), "template not read at run time")
 
@@ -212,8 +228,7 @@ def t_inventory_counts():
 def t_inventory_edits():
     """Every inventory scenario payload parses as edit-config content, with the operations and
     keys the scenario needs; B1/B2 content is valid configuration once the operations are off."""
-    netconf = os.path.join(A.shared, "yang", "ietf", "ietf-netconf@2011-06-01.yang")
-    base = ["-p", os.path.join(A.shared, "yang", "ietf")] + inv_module() + [netconf]
+    base = edit_modules()
     n = 5
     expect = {  # scenario: (element carrying the operation, operation, count)
         "B1": None, "B2": ("openroadm-device", "replace", n), "B3": None,
@@ -367,8 +382,7 @@ def t_examples():
     is valid configuration, the deliberately broken edit is refused (leafref), filters are
     subtree filters on the module."""
     d = os.path.join(A.repo, "yang", "openroadm", "examples")
-    netconf = os.path.join(A.shared, "yang", "ietf", "ietf-netconf@2011-06-01.yang")
-    base = ["-p", os.path.join(A.shared, "yang", "ietf")] + inv_module() + [netconf]
+    base = edit_modules()
     files = sorted(glob.glob(os.path.join(d, "*.xml")))
     readme = open(os.path.join(A.repo, "yang", "openroadm", "README.md"), encoding="utf-8").read()
     check(len(files) >= 5, "examples missing")
@@ -396,6 +410,9 @@ def t_examples():
     check(r.returncode != 0 and "leafref" in r.stderr, "broken example accepted: " + r.stderr)
     fixed = merged.replace("<port-name>L9</port-name>", "<port-name>L1</port-name>")
     yanglint(["-t", "config"] + inv_module() + [write("fixed.xml", fixed)])
+    # the generator's device template: a valid document of the module, described in the README
+    check("device-cps.json" in readme, "device-cps.json is not described in yang/openroadm/README.md")
+    yanglint(["-t", "config"] + inv_module() + [device_example()])
 
 
 def t_generator_speed():
@@ -407,6 +424,16 @@ def t_generator_speed():
     print("50000 devices: %.2f s" % dt)
     check(dt < 30, "50,000 devices took %.1f s" % dt)
 
+
+# What each check needs from the shared data directory (the others need only the repository).
+NEEDS = {
+    "inventory-cps": [("yang/cps-openroadm/libyang", "the ONAP CPS Open ROADM schema"),
+                      ("data/cps-openroadm/openroadm-devices-3.json", "the ONAP CPS reference data")],
+    "roadm-2.2.1": shared_data.openroadm("2.2.1"),
+    "roadm-18.0.0": shared_data.openroadm("18.0.0"),
+    "roadm-edits-2.2.1": shared_data.openroadm("2.2.1"),
+    "roadm-edits-18.0.0": shared_data.openroadm("18.0.0"),
+}
 
 CHECKS = {
     "module": t_module,
@@ -429,10 +456,12 @@ def main():
     global A, TMP
     p = argparse.ArgumentParser()
     p.add_argument("--repo", required=True)
-    p.add_argument("--shared", required=True)
+    p.add_argument("--shared", help="shared data directory (default: $NCSTORE_SHARED_DIR or ../shared)")
     p.add_argument("--yanglint", default="yanglint")
     p.add_argument("check", choices=sorted(CHECKS))
     A = p.parse_args()
+    shared_data.require_or_exit(NEEDS.get(A.check, []), A.shared)
+    A.shared = str(shared_data.shared_dir(A.shared))
     with tempfile.TemporaryDirectory(prefix="ncstore-models-") as d:
         TMP = d
         try:

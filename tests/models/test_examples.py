@@ -3,8 +3,8 @@
 real ncstored with its default models, in the order yang/openroadm/README.md lists them, and
 what a user then reads back.
 
-Environment: NCSTORED (required), NCSTORE_SOURCE_DIR, NCSTORE_SHARED_DIR (see
-test_official_models.py).
+Environment: NCSTORED (required), NCSTORE_SOURCE_DIR (see test_official_models.py). Needs
+nothing outside the repository.
 """
 
 import os

@@ -2,8 +2,8 @@
 """End to end: the ncstore-gen payloads of every benchmark scenario (docs/BENCHMARKS.md), at a
 small N, sent to the real ncstored with its default models, and the datastore each one leaves.
 
-Environment: NCSTORED (required), NCSTORE_SOURCE_DIR, NCSTORE_SHARED_DIR (see
-test_official_models.py).
+Environment: NCSTORED (required), NCSTORE_SOURCE_DIR (see test_official_models.py). Needs
+nothing outside the repository.
 """
 
 import os

@@ -127,7 +127,7 @@ rpm -qpc "$RPM" | grep -qx /etc/ncstore/ncstored.conf || fail ".rpm: config file
 rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$RPM" | grep -q '^cn /etc/ncstore/ncstored.conf' \
     || fail ".rpm: config not %config(noreplace)"
 rpm -qp --qf '[%{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEMODES:perms} %{FILENAMES}\n]' "$RPM" \
-    | grep -q '^ncstore:ncstore drwxr-x--- /var/lib/ncstore$' || fail ".rpm: /var/lib/ncstore not ncstore:ncstore 0750"
+    | grep -q '^ncstore:ncstore drwx------ /var/lib/ncstore$' || fail ".rpm: /var/lib/ncstore not ncstore:ncstore 0700"
 rpm -qp --scripts "$RPM" | grep -q useradd || fail ".rpm: no useradd in its scripts"
 for tag in PREIN POSTIN PREUN POSTUN; do
     rpm -qp --qf "%{$tag}" "$RPM" > "$WORK/scriptlet"
@@ -162,14 +162,14 @@ fi
 dpkg-query -W -f='${Status} ${Version}\n' ncstore | grep -q "install ok installed $VERSION" || fail "ncstore not installed"
 if grep -i "warning\|error" "$WORK/dpkg.log"; then fail "dpkg -i printed warnings (above)"; fi
 getent passwd ncstore >/dev/null || fail "no ncstore user"
-[ "$(stat -c '%U:%G %a' /var/lib/ncstore)" = "ncstore:ncstore 750" ] \
-    || fail "/var/lib/ncstore is $(stat -c '%U:%G %a' /var/lib/ncstore), want ncstore:ncstore 750"
+[ "$(stat -c '%U:%G %a' /var/lib/ncstore)" = "ncstore:ncstore 700" ] \
+    || fail "/var/lib/ncstore is $(stat -c '%U:%G %a' /var/lib/ncstore), want ncstore:ncstore 700"
 [ -x /usr/sbin/ncstored ] || fail "/usr/sbin/ncstored missing"
 /usr/sbin/ncstored --help | grep -q -- "--config" || fail "ncstored --help does not show --config"
 man -l /usr/share/man/man8/ncstored.8.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "the man page does not render"
 WANTS=/etc/systemd/system/multi-user.target.wants/ncstored.service
 [ -L "$WANTS" ] || fail "ncstored.service not enabled after installation (no $WANTS)"
-ok "installed $VERSION; ncstore user; /var/lib/ncstore ncstore:ncstore 750; unit enabled"
+ok "installed $VERSION; ncstore user; /var/lib/ncstore ncstore:ncstore 700; unit enabled"
 
 UNIT=/lib/systemd/system/ncstored.service
 EXEC=$(sed -n 's/^ExecStart=//p' "$UNIT")
@@ -265,10 +265,13 @@ HOSTKEYS=$(find /var/lib/ncstore -maxdepth 1 -name '*key*' -type f | sort)
 for k in $HOSTKEYS; do
     case $k in *.pub) continue ;; esac
     [ "$(stat -c %U "$k")" = ncstore ] || fail "$k is not owned by ncstore"
-    [ $(( 0$(stat -c %a "$k") & 077 )) -eq 0 ] || fail "$k is readable by others: $(stat -c %a "$k")"
 done
 HOSTKEY_SUM=$(cat $HOSTKEYS | sha256sum)
 ok "store and host key created in /var/lib/ncstore, owned by ncstore"
+# Files at rest: what the server created (store, WAL, host keys, users) is its user's alone.
+NOT_PRIVATE=$(find /var/lib/ncstore \( -type d ! -perm 0700 \) -o \( -type f ! -perm 0600 \) -printf '%m %p\n')
+[ -z "$NOT_PRIVATE" ] || fail "not private in /var/lib/ncstore: $NOT_PRIVATE"
+ok "/var/lib/ncstore: directories 0700, files 0600 (the unit's UMask=0027 would give 0640)"
 
 echo "pkgtest-secret" | as_ncstore /usr/sbin/ncstored --config /etc/ncstore/ncstored.conf --add-user tester \
     >> "$WORK/server.log" 2>&1 || fail "ncstored --add-user tester failed"
@@ -277,7 +280,11 @@ ok "added user tester with ncstored --add-user (server running)"
 rc=$(netconf_rc read admin "$ADMIN_PW")
 [ "$rc" = 3 ] || fail "first login as admin with the printed password: want 'device absent' (3), got $rc"
 ok "first login as admin with the printed password; empty store"
-netconf create tester pkgtest-secret || fail "edit-config + get-config as tester failed"
+rc=$(netconf_rc create tester pkgtest-secret 2>/dev/null)
+[ "$rc" != 0 ] || fail "tester, added without a NACM group, could write (want the RFC 8341 defaults: read only)"
+ok "NACM: a user added without a group may not write"
+netconf create admin "$ADMIN_PW" || fail "edit-config + get-config as admin (NACM group admin) failed"
+netconf read tester pkgtest-secret || fail "get-config as tester failed"
 rc=$(netconf_rc read tester wrong-password 2>/dev/null)
 [ "$rc" = 4 ] || fail "login with a wrong password: want refused (4), got $rc"
 ok "wrong password refused"
