@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
     build-essential cmake pkg-config git clang-format
+    # tests/fuzz (libFuzzer and its runtime), llvm-symbolizer for the sanitizer builds' reports
+    clang libclang-rt-14-dev llvm
     libnetconf2-dev libyang2-dev libyang2-tools libssh-dev
     libsqlite3-dev sqlite3 libsqlitecpp-dev
     libboost-log-dev libboost-program-options-dev libboost-system-dev

@@ -2,6 +2,7 @@
 // project's generator (clients/generator/ncstore-gen), made before the clock starts.
 //   build/benchmarks/datastore/ncstore-ds-bench --benchmark_filter=...  (see benchmarks/README.md)
 // Counters: items_per_second, bytes_written/changed_leaf (write amplification), p50/p99 latency.
+#include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
 #include "ncstore/log.hpp"
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <malloc.h>
@@ -135,7 +137,7 @@ void StoreDevices(benchmark::State& state) {
         state.PauseTiming();
         auto s = std::make_unique<TempStore>();
         state.ResumeTiming();
-        reportTiming(state, s->store->edit(Datastore::Running, edit.get()));
+        reportTiming(state, s->store->edit({}, Datastore::Running, edit.get()));
         state.PauseTiming();
         s.reset();
         state.ResumeTiming();
@@ -151,7 +153,7 @@ void MergeLeaves(benchmark::State& state) {
     const int n = static_cast<int>(state.range(0));
     TempStore s;
     Tree all = parseEdit(generate("inventory --scenario B1 -n 1000"));
-    s.store->edit(Datastore::Running, all.get());
+    s.store->edit({}, Datastore::Running, all.get());
     std::array<Tree, 2> edits{parseEdit(generate("inventory --scenario B3 -n " + std::to_string(n) +
                                                  " --status success --ne-state inservice")),
                               parseEdit(generate("inventory --scenario B3 -n " + std::to_string(n) +
@@ -160,7 +162,7 @@ void MergeLeaves(benchmark::State& state) {
     const double disk = diskWriteBytes();
     std::size_t i = 0;
     for (auto _ : state) {
-        reportTiming(state, s.store->edit(Datastore::Running, edits[i++ % 2].get()));
+        reportTiming(state, s.store->edit({}, Datastore::Running, edits[i++ % 2].get()));
     }
     reportWrites(state, before, s.store->stats(), 2.0 * n, disk);
 }
@@ -173,9 +175,9 @@ void DeleteDevices(benchmark::State& state) {
     Tree del = parseEdit(generate("inventory --scenario B4c -n " + std::to_string(n)));
     for (auto _ : state) {
         state.PauseTiming();
-        s.store->edit(Datastore::Running, all.get());
+        s.store->edit({}, Datastore::Running, all.get());
         state.ResumeTiming();
-        reportTiming(state, s.store->edit(Datastore::Running, del.get()));
+        reportTiming(state, s.store->edit({}, Datastore::Running, del.get()));
     }
 }
 
@@ -194,7 +196,7 @@ void preloadInterfaces(Store& store, int count) {
                "</name><type>ianaift:ethernetCsmacd</type><enabled>true</enabled></interface>";
     }
     Tree e = parseEdit(xml + "</interfaces>");
-    store.edit(Datastore::Running, e.get());
+    store.edit({}, Datastore::Running, e.get());
 }
 
 double percentile(std::vector<double>& v, double p) {
@@ -205,8 +207,17 @@ double percentile(std::vector<double>& v, double p) {
     return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
 }
 
-// B8 shape at datastore level: P committers x K single-entry commits into a store of 10,000.
-void ConcurrentCommits(benchmark::State& state) {
+/// Receives the change sets and drops them: what one registered listener costs.
+class CountingListener : public ChangeListener {
+public:
+    void changed(const ChangeSet& changes) override { received += changes.changes.size(); }
+    void lost(std::uint64_t) override {}
+    std::atomic<std::uint64_t> received{0};
+};
+
+// B8 shape at datastore level: P committers x K single-entry commits into a store of 10,000;
+// `listened`: with one change listener registered.
+void concurrentCommits(benchmark::State& state, bool listened) {
     const int sessions = static_cast<int>(state.range(0));
     const int each = static_cast<int>(state.range(1));
     const auto durability = static_cast<Durability>(state.range(2));
@@ -216,6 +227,10 @@ void ConcurrentCommits(benchmark::State& state) {
         state.PauseTiming();
         auto s = std::make_unique<TempStore>(durability);
         preloadInterfaces(*s->store, 10000);
+        CountingListener listener;
+        if (listened) {
+            s->store->addListener(listener);
+        }
         // Payloads parsed before the clock: a committer only commits.
         std::vector<std::vector<Tree>> edits(static_cast<std::size_t>(sessions));
         for (int t = 0; t < sessions; ++t) {
@@ -231,7 +246,7 @@ void ConcurrentCommits(benchmark::State& state) {
             threads.emplace_back([&, t] {
                 for (const auto& e : edits[static_cast<std::size_t>(t)]) {
                     auto t0 = std::chrono::steady_clock::now();
-                    s->store->edit(Datastore::Running, e.get());
+                    s->store->edit({}, Datastore::Running, e.get());
                     lat[static_cast<std::size_t>(t)].push_back(
                         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                             .count());
@@ -248,6 +263,9 @@ void ConcurrentCommits(benchmark::State& state) {
         const Stats st = s->store->stats();
         state.counters["commits_per_transaction"] =
             static_cast<double>(st.writes) / static_cast<double>(std::max<std::uint64_t>(1, st.transactions));
+        if (listened) {
+            s->store->removeListener(listener);
+        }
         s.reset();
         ++round;
         state.ResumeTiming();
@@ -256,6 +274,13 @@ void ConcurrentCommits(benchmark::State& state) {
                                                               benchmark::Counter::kIsIterationInvariantRate);
     state.counters["p50_us"] = percentile(latencies, 0.5);
     state.counters["p99_us"] = percentile(latencies, 0.99);
+}
+
+void ConcurrentCommits(benchmark::State& state) {
+    concurrentCommits(state, false);
+}
+void ConcurrentCommitsListened(benchmark::State& state) {
+    concurrentCommits(state, true);
 }
 
 // One single-entry commit into a store of N entries: latency should not grow with N.
@@ -270,7 +295,7 @@ void SingleCommit(benchmark::State& state) {
         state.PauseTiming();
         Tree e = parseEdit(interfaceXml("one" + std::to_string(i++)));
         state.ResumeTiming();
-        s.store->edit(Datastore::Running, e.get());
+        s.store->edit({}, Datastore::Running, e.get());
     }
     // An entry has 3 leaves.
     reportWrites(state, before, s.store->stats(), 3.0, disk);
@@ -290,7 +315,7 @@ void Startup(benchmark::State& state) {
     TempStore s;
     {
         Tree all = parseEdit(generate("inventory --scenario B1 -n " + std::to_string(n)));
-        s.store->edit(Datastore::Running, all.get());
+        s.store->edit({}, Datastore::Running, all.get());
     }
     s.store.reset();
     malloc_trim(0);
@@ -312,6 +337,11 @@ BENCHMARK(ConcurrentCommits)
     ->Args({50, 1000, static_cast<int>(Durability::Full)})
     ->Args({50, 1000, static_cast<int>(Durability::Normal)})
     ->Args({5, 2000, static_cast<int>(Durability::Full)})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+BENCHMARK(ConcurrentCommitsListened)
+    ->Args({50, 1000, static_cast<int>(Durability::Full)})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -24,6 +24,8 @@ TARGETS = [
      ">= 50,000 commits/s", lambda r: r.get("commits_per_second", 0) >= 50000),
     ("ConcurrentCommits/50/1000/1", "the same at durability normal", "-", None),
     ("ConcurrentCommits/5/2000/0", "5 committers x 2000 commits, durability full", "-", None),
+    ("ConcurrentCommitsListened/50/1000/0", "50 x 1000 with one change listener registered",
+     "within 5% of 50 x 1000", None),
     ("SingleCommit/1000", "one single-entry commit, store of 1k entries", "within 2x of each other", None),
     ("SingleCommit/10000", "one single-entry commit, store of 10k entries", "within 2x of each other", None),
     ("SingleCommit/100000", "one single-entry commit, store of 100k entries", "within 2x of each other", None),

@@ -204,6 +204,29 @@ Reply Session::call(nc_rpc* rpc, int timeoutMs) {
     }
 }
 
+std::optional<Notification> Session::receiveNotification(int timeoutMs) {
+    lyd_node* envp = nullptr;
+    lyd_node* op = nullptr;
+    const NC_MSG_TYPE got = nc_recv_notif(session_.get(), timeoutMs, &envp, &op);
+    Tree envelope{envp};
+    Tree content{op};
+    if (got == NC_MSG_WOULDBLOCK) {
+        return std::nullopt;
+    }
+    if (got != NC_MSG_NOTIF) {
+        throw ClientError("the session ended (session " + std::to_string(id()) + ")");
+    }
+    Notification n;
+    for (const lyd_node* c = lyd_child(envelope.get()); c; c = c->next) {
+        const auto* o = reinterpret_cast<const lyd_node_opaq*>(c);
+        if (!c->schema && o->name.name && std::string(o->name.name) == "eventTime" && o->value) {
+            n.eventTime = o->value;
+        }
+    }
+    n.content = std::move(content);
+    return n;
+}
+
 ClientLibrary::ClientLibrary() {
     nc_client_init();
     nc_verbosity(NC_VERB_ERROR);

@@ -66,6 +66,12 @@ struct Reply {
 /// connecting; `options` must outlive every connect made by this thread (callbacks borrow it).
 void applyThreadOptions(const ConnectOptions& options);
 
+/// A notification (RFC 5277): its eventTime and its content.
+struct Notification {
+    std::string eventTime;
+    Tree content; ///< the event (a notification node of the session's context)
+};
+
 /// One NETCONF session over SSH.
 class Session {
 public:
@@ -79,6 +85,10 @@ public:
 
     /// Sends `rpc` and waits for its reply. Throws ClientError on a transport failure.
     Reply call(nc_rpc* rpc, int timeoutMs);
+
+    /// The next notification, waiting at most `timeoutMs` (-1: forever): nullopt when none came.
+    /// Throws ClientError when the session ended.
+    std::optional<Notification> receiveNotification(int timeoutMs);
 
     [[nodiscard]] uint32_t id() const;
 

@@ -499,6 +499,70 @@ int runLoad(const Options& opts, const Request& req) {
     return errors ? 1 : 0;
 }
 
+/// What `subscribe` asks for and how long it listens.
+struct SubscribeOptions {
+    std::string stream;
+    std::string startTime, stopTime;
+    long count = 0;  ///< stop after this many notifications (0: never)
+    double idle = 0; ///< stop after this many seconds without one (0: never)
+};
+
+/// RFC 5277 create-subscription, then every notification as it arrives: XML, or one JSON line
+/// each (eventTime and the event) with --json. Ends at --count, --idle, or when the server ends
+/// the subscription (notificationComplete) or the session.
+int runSubscribe(const Options& opts, const Request& req, const SubscribeOptions& sub) {
+    applyThreadOptions(opts.connect);
+    Session session(opts.connect);
+    Rpc rpc = checkedRpc(nc_rpc_subscribe(sub.stream.empty() ? nullptr : sub.stream.c_str(),
+                                          req.payload.empty() ? nullptr : req.payload.c_str(),
+                                          sub.startTime.empty() ? nullptr : sub.startTime.c_str(),
+                                          sub.stopTime.empty() ? nullptr : sub.stopTime.c_str(),
+                                          NC_PARAMTYPE_CONST),
+                         "create-subscription");
+    Reply reply = session.call(rpc.get(), opts.connect.rpcTimeoutMs);
+    if (reply.isError()) {
+        std::cerr << reply.render(NC_WD_UNKNOWN);
+        return 1;
+    }
+    long received = 0;
+    // libnetconf2 waits in slices; --idle counts them.
+    constexpr int kSliceMs = 200;
+    auto lastEvent = std::chrono::steady_clock::now();
+    while (sub.count == 0 || received < sub.count) {
+        std::optional<Notification> n;
+        try {
+            n = session.receiveNotification(kSliceMs);
+        } catch (const ClientError& e) {
+            std::cerr << "ncstore-client: " << e.what() << "\n";
+            return received > 0 ? 0 : 1;
+        }
+        if (!n) {
+            if (sub.idle > 0 &&
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - lastEvent).count() >=
+                    sub.idle) {
+                break;
+            }
+            continue;
+        }
+        lastEvent = std::chrono::steady_clock::now();
+        ++received;
+        const std::string name = n->content && n->content->schema ? n->content->schema->name : "?";
+        if (opts.json) {
+            const std::string event =
+                n->content ? ncstore::print(n->content.get(), LYD_JSON, LYD_PRINT_SHRINK) : "{}";
+            std::cout << "{\"eventTime\":\"" << n->eventTime << "\",\"event\":" << event << "}" << std::endl;
+        } else {
+            std::cout << "<!-- " << n->eventTime << " -->\n"
+                      << (n->content ? ncstore::print(n->content.get(), LYD_XML, 0) : std::string())
+                      << std::flush;
+        }
+        if (name == "notificationComplete") {
+            break;
+        }
+    }
+    return 0;
+}
+
 std::filesystem::path defaultSchemaDir() {
     if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
         return std::filesystem::path(xdg) / "ncstore-client" / "schemas";
@@ -582,6 +646,17 @@ int main(int argc, char** argv) {
     validate->add_option("--config", payloadFile, "config XML file (- for stdin)")->excludes(validateSource);
     auto* rpc = app.add_subcommand("rpc", "any RPC: the operation element in XML");
     rpc->add_option("file", payloadFile, "RPC XML file (- for stdin)")->required();
+    SubscribeOptions subscribe;
+    auto* sub =
+        app.add_subcommand("subscribe", "<create-subscription> (RFC 5277), then print each notification");
+    sub->add_option("--stream", subscribe.stream, "event stream (default NETCONF)");
+    auto* subSubtree =
+        sub->add_option("--filter-subtree", filterSubtree, "subtree filter XML file (- for stdin)");
+    sub->add_option("--filter-xpath", filterXpath, "XPath filter")->excludes(subSubtree);
+    sub->add_option("--start-time", subscribe.startTime, "replay logged events from this time (RFC 3339)");
+    sub->add_option("--stop-time", subscribe.stopTime, "end at this time (needs --start-time)");
+    sub->add_option("--count", subscribe.count, "stop after this many notifications");
+    sub->add_option("--idle", subscribe.idle, "stop after this many seconds without a notification");
 
     CLI11_PARSE(app, argc, argv);
 
@@ -626,6 +701,9 @@ int main(int argc, char** argv) {
             if (!repeatOpt->count()) {
                 opts.repeat = static_cast<long>(lines.size());
             }
+        }
+        if (req.command == "subscribe") {
+            return runSubscribe(opts, req, subscribe);
         }
         if (opts.sessions == 1 && opts.repeat == 1 && !opts.eachLine) {
             return runSingle(opts, req);

@@ -1,6 +1,6 @@
 # %post of the ncstore rpm ($1 = 1: install, 2: upgrade). Data in /var/lib/ncstore is never touched.
 if [ ! -d /var/lib/ncstore ]; then
-    install -d -m 0750 -o ncstore -g ncstore /var/lib/ncstore
+    install -d -m 0700 -o ncstore -g ncstore /var/lib/ncstore
 fi
 if [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null 2>&1 || true
