@@ -507,7 +507,9 @@ public:
         journals_.emplace_back(name, std::move(hook));
     }
 
-    std::uint64_t appendJournal(const std::string& name, std::string row) {
+    /// The row's commit id, and the future of its transaction: appendJournal() does not wait
+    /// for it (a failed transaction loses the row, rule 7), appendJournalDurable() does.
+    std::pair<std::uint64_t, std::future<void>> queueJournal(const std::string& name, std::string row) {
         detail::Writer::Slot slot = writer_->reserve(); // back-pressure, before the lock (rule 8)
         std::unique_lock lock(mutex_);
         writer_->checkInService();
@@ -515,9 +517,9 @@ public:
         changes->origin = Origin::Event;
         JournalRows rows;
         rows.emplace_back(name, std::move(row));
-        // Not waited for: the caller goes on; a failed transaction loses the row (rule 7).
-        submit(std::move(slot), RecordSet{Datastore::Running, {}}, std::move(changes), std::move(rows));
-        return appliedSeq_;
+        auto durable =
+            submit(std::move(slot), RecordSet{Datastore::Running, {}}, std::move(changes), std::move(rows));
+        return {appliedSeq_, std::move(durable)};
     }
 
     void trimJournal(const std::string& name, std::uint64_t through) {
@@ -654,7 +656,12 @@ void Store::trimJournal(const std::string& name, std::uint64_t through) {
     impl_->trimJournal(name, through);
 }
 std::uint64_t Store::appendJournal(const std::string& name, std::string row) {
-    return impl_->appendJournal(name, std::move(row));
+    return impl_->queueJournal(name, std::move(row)).first;
+}
+std::uint64_t Store::appendJournalDurable(const std::string& name, std::string row) {
+    auto [id, durable] = impl_->queueJournal(name, std::move(row));
+    durable.get(); // outside the tree lock: throws Error when the transaction failed
+    return id;
 }
 
 Stats Store::stats() const {

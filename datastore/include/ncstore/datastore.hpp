@@ -307,6 +307,9 @@ public:
     /// in order with the writes, then published to the listeners as a change set of origin
     /// Event carrying the row. Returns the commit id at once, without waiting for durability.
     std::uint64_t appendJournal(const std::string& name, std::string row);
+    /// As appendJournal, but returns once the row is durable (rule 4); throws Error
+    /// (OperationFailed) when its transaction failed, and then the row is not in the journal.
+    std::uint64_t appendJournalDurable(const std::string& name, std::string row);
 
     /// Online backup to `dest` through SQLite's backup API (consistent while writes go on).
     void backup(const std::filesystem::path& dest) const;
