@@ -150,8 +150,14 @@ Context buildContext(const ModelOptions& options) {
     }
 
     // Exactly the features implemented: the <hello> advertises a capability per feature.
-    const char* netconfFeatures[] = {
-        "writable-running", "candidate", "rollback-on-error", "validate", "startup", "xpath", nullptr};
+    const char* netconfFeatures[] = {"writable-running",
+                                     "candidate",
+                                     "confirmed-commit",
+                                     "rollback-on-error",
+                                     "validate",
+                                     "startup",
+                                     "xpath",
+                                     nullptr};
     load(ctx.get(), "ietf-netconf", "2011-06-01", netconfFeatures);
     load(ctx.get(), "ietf-netconf-with-defaults", nullptr, nullptr);
     load(ctx.get(), "ietf-netconf-monitoring", nullptr, nullptr);

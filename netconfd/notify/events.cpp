@@ -299,6 +299,20 @@ std::string sessionEnd(const Actor& session, const std::string& reason, std::uin
     return out;
 }
 
+std::string confirmedCommit(const Actor& session, const std::string& event,
+                            std::optional<std::uint32_t> timeout) {
+    std::string out = openEvent("netconf-confirmed-commit");
+    if (event != "timeout") { // RFC 6470: no session leaves on a timeout, the server acted
+        appendSessionLeaves(out, session);
+    }
+    leaf(out, "confirm-event", event);
+    if (timeout && (event == "start" || event == "extend")) {
+        leaf(out, "timeout", std::to_string(*timeout));
+    }
+    out += "</netconf-confirmed-commit>";
+    return out;
+}
+
 std::optional<EventType> eventType(std::string_view content) {
     const std::size_t open = content.find_first_not_of(" \t\r\n");
     if (open == std::string_view::npos || content[open] != '<') {

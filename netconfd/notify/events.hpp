@@ -58,6 +58,11 @@ std::string sessionStart(const Actor& session);
 /// RFC 6470 netconf-session-end; `killedBy` only with reason "killed".
 std::string sessionEnd(const Actor& session, const std::string& reason, std::uint32_t killedBy);
 
+/// RFC 6470 netconf-confirmed-commit; `event`: start, cancel, timeout, extend or complete;
+/// `timeout` (seconds) is printed with start and extend only.
+std::string confirmedCommit(const Actor& session, const std::string& event,
+                            std::optional<std::uint32_t> timeout);
+
 /// The event type of a notification's content: its top element's namespace and local name.
 struct EventType {
     std::string_view ns;

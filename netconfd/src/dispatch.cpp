@@ -23,6 +23,7 @@ void Server::registerOperations() {
     dispatch_.add(nc, "delete-config", op(&Server::opDeleteConfig, true));
     dispatch_.add(nc, "validate", op(&Server::opValidate));
     dispatch_.add(nc, "commit", op(&Server::opCommit, true));
+    dispatch_.add(nc, "cancel-commit", op(&Server::opCancelCommit, true));
     dispatch_.add(nc, "discard-changes", op(&Server::opDiscardChanges));
     dispatch_.add(nc, "lock", op(&Server::opLock));
     dispatch_.add(nc, "unlock", op(&Server::opUnlock));

@@ -1,6 +1,7 @@
 #include "server.hpp"
 
 #include "datadir.hpp"
+#include "events.hpp"
 #include "framing.hpp"
 #include "hello.hpp"
 #include "hostkeys.hpp"
@@ -72,11 +73,27 @@ Server::Server(const ServerConfig& config)
     events.maxEvents = config_.notificationLogEvents;
     events.maxAge = std::chrono::hours(24) * config_.notificationLogDays;
     notifications_ = std::make_unique<notify::Service>(*store_, ctx_.get(), events);
+    confirm_ = std::make_unique<confirm::ConfirmedCommit>(
+        *store_, ctx_.get(),
+        [this](const lyd_node* rollbackPoint) {
+            // The server's own write: no lock blocks it, no NACM rule applies; a restored /nacm
+            // goes into force like any other write's.
+            WriteCheck check(*nacm_, nullptr, true);
+            const ds::WriteContext server = check.context(ds::WriteContext{0, "ncstored", nullptr, ""});
+            check.run(*store_, [&] { return store_->replace(server, ds::Datastore::Running, rollbackPoint); });
+        },
+        [this](const confirm::Notice& n) {
+            const std::optional<std::uint32_t> timeout =
+                n.timeout ? std::optional<std::uint32_t>(n.timeout) : std::nullopt;
+            notifications_->raise(
+                notify::confirmedCommit({n.session, n.user, n.host}, confirm::toString(n.event), timeout));
+        });
 }
 
 Server::~Server() {
     requestStop();
     run();
+    confirm_.reset();
     notifications_.reset();
     store_.reset();
 }
@@ -92,6 +109,7 @@ void Server::start() {
         firstLogin += " (NACM group " + std::string(nacmsetup::kAdminGroup) + ": every operation permitted)";
     }
     nacm_->load(*store_);
+    confirm_->recover(); // RFC 6241 8.4: a confirmed commit pending at the last stop is undone
     transport::SshOptions ssh;
     ssh.address = config_.listen;
     ssh.port = config_.port;
@@ -350,6 +368,7 @@ void Server::endSession(Session& s, TermReason reason) {
     for (auto ds : store_->releaseSession(s.id)) {
         NCS_LOG(info) << "session " << s.id << " ended holding the " << ds::toString(ds) << " lock: released";
     }
+    confirm_->sessionEnded(s.id); // its confirmed commit without persist is rolled back
     NCS_LOG(info) << "session " << s.id << " of " << s.user << " ended (" << toString(reason) << "), "
                   << s.inRpcs.load() << " rpcs";
     s.connection().close();
@@ -372,6 +391,9 @@ void Server::housekeepingLoop() {
     std::unique_lock lock(stopMutex_);
     while (!stopping_) {
         stopCv_.wait_for(lock, std::chrono::milliseconds(500));
+        lock.unlock();
+        confirm_->tick();
+        lock.lock();
         if (std::chrono::steady_clock::now() >= nextTrim) {
             lock.unlock();
             try {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "access.hpp"
+#include "confirm.hpp"
 #include "dispatch.hpp"
 #include "options.hpp"
 #include "reply.hpp"
@@ -85,6 +86,7 @@ private:
     Reply opDeleteConfig(Request& r);
     Reply opValidate(Request& r);
     Reply opCommit(Request& r);
+    Reply opCancelCommit(Request& r);
     Reply opDiscardChanges(Request& r);
     Reply opLock(Request& r);
     Reply opUnlock(Request& r);
@@ -118,8 +120,9 @@ private:
     ServerConfig config_;
     Context ctx_;
     std::unique_ptr<ds::Store> store_;
-    std::unique_ptr<AccessControl> nacm_;            // NACM: the policy in force, the counters
-    std::unique_ptr<notify::Service> notifications_; // after store_: gone before it
+    std::unique_ptr<AccessControl> nacm_;               // NACM: the policy in force, the counters
+    std::unique_ptr<notify::Service> notifications_;    // after store_: gone before it
+    std::unique_ptr<confirm::ConfirmedCommit> confirm_; // uses both above: gone before them
     UserDb users_;
     Stats stats_;
     DispatchTable dispatch_;

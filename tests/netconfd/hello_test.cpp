@@ -41,8 +41,8 @@ TEST(Hello, ServerCapabilitiesFollowTheContext) {
         contains(c, "urn:ietf:params:netconf:capability:yang-library:1.1?revision=2019-01-04&content-id="));
     EXPECT_TRUE(contains(
         c, "urn:ietf:params:xml:ns:yang:ietf-interfaces?module=ietf-interfaces&revision=2014-05-08"));
+    EXPECT_TRUE(contains(c, "urn:ietf:params:netconf:capability:confirmed-commit:1.1"));
     // Not implemented, so not announced.
-    EXPECT_FALSE(contains(c, "urn:ietf:params:netconf:capability:confirmed-commit"));
     EXPECT_FALSE(contains(c, "urn:ietf:params:netconf:capability:url"));
 }
 
