@@ -144,6 +144,10 @@ struct Request {
     bool filterIsXpath = false;
     std::string withDefaults;
     std::string defaultOperation, testOption, errorOption;
+    // commit / cancel-commit (RFC 6241 8.4)
+    bool confirmed = false;
+    uint32_t confirmTimeout = 0; // 0: the server's default (600 s)
+    std::string persist, persistId;
 };
 
 /// Expands the placeholders of `text` for one request.
@@ -280,7 +284,14 @@ Rpc buildRpc(const Request& req, const std::string& payload) {
         return checkedRpc(nc_rpc_unlock(parseDatastore(req.datastore)), "unlock");
     }
     if (c == "commit") {
-        return checkedRpc(nc_rpc_commit(0, 0, nullptr, nullptr, dup), "commit");
+        return checkedRpc(nc_rpc_commit(req.confirmed ? 1 : 0, req.confirmTimeout,
+                                        req.persist.empty() ? nullptr : req.persist.c_str(),
+                                        req.persistId.empty() ? nullptr : req.persistId.c_str(), dup),
+                          "commit");
+    }
+    if (c == "cancel-commit") {
+        return checkedRpc(nc_rpc_cancel(req.persistId.empty() ? nullptr : req.persistId.c_str(), dup),
+                          "cancel-commit");
     }
     if (c == "discard-changes") {
         return checkedRpc(nc_rpc_discard(), "discard-changes");
@@ -639,7 +650,15 @@ int main(int argc, char** argv) {
     lock->add_option("--target", req.datastore, "running|candidate|startup")->capture_default_str();
     auto* unlock = app.add_subcommand("unlock", "<unlock>");
     unlock->add_option("--target", req.datastore, "running|candidate|startup")->capture_default_str();
-    app.add_subcommand("commit", "<commit>");
+    auto* commit = app.add_subcommand("commit", "<commit>, confirmed or confirming (RFC 6241 8.4)");
+    commit->add_flag("--confirmed", req.confirmed, "rolled back unless confirmed within --confirm-timeout");
+    commit->add_option("--confirm-timeout", req.confirmTimeout, "seconds (default 600)")
+        ->check(CLI::Range(1u, 4294967295u));
+    commit->add_option("--persist", req.persist, "token: any session that gives it may confirm or cancel");
+    commit->add_option("--persist-id", req.persistId, "the token of the pending confirmed commit");
+    auto* cancel =
+        app.add_subcommand("cancel-commit", "<cancel-commit>: roll back the pending confirmed commit");
+    cancel->add_option("--persist-id", req.persistId, "the token of the pending confirmed commit");
     app.add_subcommand("discard-changes", "<discard-changes>");
     auto* validate = app.add_subcommand("validate", "<validate>");
     auto* validateSource = validate->add_option("--source", req.datastore, "running|candidate|startup");

@@ -226,3 +226,34 @@ def test_kill_9_while_pending_restores_at_restart():
     finally:
         s.stop()
         s.cleanup()
+
+
+def test_ncstore_client_confirmed_commit_and_cancel(server, m, tmp_path):
+    """The project's libnetconf2 client: commit --confirmed --persist, then cancel-commit from a
+    second invocation (another session) with the token."""
+    import os
+    import subprocess
+    import ncserver
+
+    client = os.environ.get("NCSTORE_CLIENT")
+    assert client and os.access(client, os.X_OK), "NCSTORE_CLIENT must name ncstore-client"
+
+    def run(*args):
+        out = subprocess.run([client, "--port", str(server.port), "--user", ncserver.USER,
+                              "--password", ncserver.PASSWORD, "--schema-dir", str(tmp_path / "schemas")]
+                             + list(args), capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    before = prepare(m)
+    m.edit_config(target="candidate", config=config(iface("cl0")))
+    run("commit", "--confirmed", "--confirm-timeout", "600", "--persist", "cli-token")
+    assert "cl0" in interfaces(m), "confirmed commit applied, and kept after the client's session ended"
+    run("cancel-commit", "--persist-id", "cli-token")
+    assert all_config(m) == before
+    m.edit_config(target="candidate", config=config(iface("cl1")))
+    run("commit", "--confirmed", "--persist", "t2")
+    run("commit", "--persist-id", "t2")  # confirming
+    with pytest.raises(RPCError):
+        m.cancel_commit(persist_id="t2")
+    assert "cl1" in interfaces(m)
