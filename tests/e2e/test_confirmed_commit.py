@@ -27,6 +27,17 @@ def rpc_error_tag(excinfo):
     return excinfo.value.tag
 
 
+def persistent_commit_elsewhere(server, name, token):
+    """Another session creates interface `name` by a confirmed commit with persist `token`, then
+    ends: the commit stays pending."""
+    other = server.connect()
+    try:
+        other.edit_config(target="candidate", config=config(iface(name)))
+        other.commit(confirmed=True, timeout="600", persist=token)
+    finally:
+        other.close_session()
+
+
 def prepare(m):
     """running holds cc0; returns running's whole content (the rollback point)."""
     m.edit_config(target="running", config=config(iface("cc0", description="before")))
@@ -74,10 +85,7 @@ def test_session_end_without_persist_rolls_back(server, m):
 
 def test_persist_survives_the_session_and_persist_id_confirms_from_another(server, m):
     prepare(m)
-    other = server.connect()
-    other.edit_config(target="candidate", config=config(iface("cc3")))
-    other.commit(confirmed=True, timeout="600", persist="token-1")
-    other.close_session()
+    persistent_commit_elsewhere(server, "cc3", "token-1")
     time.sleep(1)
     assert "cc3" in interfaces(m), "a persistent confirmed commit outlives its session"
     with pytest.raises(RPCError) as e:
@@ -101,10 +109,7 @@ def test_persist_survives_the_session_and_persist_id_confirms_from_another(serve
 
 def test_follow_up_by_persist_id_stays_persistent(server, m):
     before = prepare(m)
-    first = server.connect()
-    first.edit_config(target="candidate", config=config(iface("cc10")))
-    first.commit(confirmed=True, timeout="600", persist="t10")
-    first.close_session()
+    persistent_commit_elsewhere(server, "cc10", "t10")
     second = server.connect()
     second.commit(confirmed=True, timeout="600", persist_id="t10")  # follow-up from elsewhere
     second.close_session()
@@ -116,12 +121,7 @@ def test_follow_up_by_persist_id_stays_persistent(server, m):
 
 def test_cancel_commit_with_persist_id_from_another_session(server, m):
     before = prepare(m)
-    other = server.connect()
-    try:
-        other.edit_config(target="candidate", config=config(iface("cc4")))
-        other.commit(confirmed=True, timeout="600", persist="p4")
-    finally:
-        other.close_session()
+    persistent_commit_elsewhere(server, "cc4", "p4")
     with pytest.raises(RPCError) as e:
         m.cancel_commit(persist_id="wrong")
     assert rpc_error_tag(e) == "invalid-value"
