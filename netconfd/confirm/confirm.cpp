@@ -150,14 +150,17 @@ void ConfirmedCommit::checkMayFollow(const ds::WriteContext& who, const std::opt
 
 ds::WriteTiming ConfirmedCommit::commit(const ds::WriteContext& who, const CommitParams& params,
                                         const CommitFn& commitFn) {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (!pending_) {
         if (params.persistId) {
             throw ds::Error(ds::ErrorTag::InvalidValue,
                             "no confirmed commit with this persist-id is pending");
         }
         if (!params.confirmed) {
-            return commitFn(); // the ordinary commit: nothing to remember
+            // The ordinary commit: nothing to remember, and not serialized here, so that the
+            // commits of many sessions still share the store's group commits.
+            lock.unlock();
+            return commitFn();
         }
     } else {
         checkMayFollow(who, params.persistId, "commit");
