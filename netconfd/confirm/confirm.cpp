@@ -191,7 +191,7 @@ ds::WriteTiming ConfirmedCommit::commit(const ds::WriteContext& who, const Commi
         next.rollbackPoint = running ? print(running.get(), LYD_LYB, LYD_PRINT_WD_EXPLICIT) : std::string();
     }
     // Durable before the commit is applied (rule 4: in order with it).
-    store_.appendJournalDurable(kJournal, encode(next));
+    const std::uint64_t row = store_.appendJournalDurable(kJournal, encode(next));
     ds::WriteTiming timing;
     try {
         timing = commitFn();
@@ -209,6 +209,13 @@ ds::WriteTiming ConfirmedCommit::commit(const ds::WriteContext& who, const Commi
         throw;
     }
     const Event event = pending_ ? Event::Extend : Event::Start;
+    try {
+        // The rows before this one (a follow-up's predecessors) are not needed any more: many
+        // follow-ups keep one copy of the rollback point on disk, not one each.
+        store_.trimJournal(kJournal, row - 1);
+    } catch (const std::exception& e) {
+        NCS_LOG(warning) << "confirmed commit: older journal rows not trimmed: " << e.what();
+    }
     next.deadline = Clock::now() + std::chrono::seconds(next.timeout);
     pending_ = std::move(next);
     NCS_LOG(info) << "confirmed commit by session " << who.session << " (" << who.user

@@ -4,6 +4,7 @@
 #include "confirm.hpp"
 #include "server_context.hpp"
 
+#include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
 
 #include <gtest/gtest.h>
@@ -144,6 +145,27 @@ TEST_F(Confirm, PendingAtARestartIsRolledBackOnceAndConfirmedIsNot) {
     open();
     confirm_->recover();
     EXPECT_EQ(running(), (std::set<std::string>{"a", "d", "e"}));
+}
+
+TEST_F(Confirm, FollowUpsKeepOneRollbackPointOnDiskAndTheFirstOneCounts) {
+    edit(ds::Datastore::Running, "a");
+    CommitParams p;
+    p.confirmed = true;
+    for (char c : std::string("bcdef")) {
+        edit(ds::Datastore::Candidate, std::string(1, c));
+        confirm_->commit(who_, p, [this] { return commitCandidate(); });
+    }
+    std::size_t rows = 0;
+    store_->readJournal(confirm::kJournal, 0, [&](const ds::JournalRow&) { ++rows; });
+    EXPECT_EQ(rows, 1u);
+    EXPECT_EQ(running(), (std::set<std::string>{"a", "b", "c", "d", "e", "f"}));
+    confirm_->cancel(who_, std::nullopt);
+    EXPECT_EQ(running(), (std::set<std::string>{"a"}));
+    rows = 0;
+    store_->readJournal(confirm::kJournal, 0, [&](const ds::JournalRow&) { ++rows; });
+    EXPECT_EQ(rows, 0u);
+    EXPECT_EQ(events_, (std::vector<Event>{Event::Start, Event::Extend, Event::Extend, Event::Extend,
+                                           Event::Extend, Event::Cancel}));
 }
 
 TEST_F(Confirm, OnlyTheIssuerOrTheTokenMayFollowUp) {
