@@ -80,7 +80,8 @@ Server::Server(const ServerConfig& config)
             // goes into force like any other write's.
             WriteCheck check(*nacm_, nullptr, true);
             const ds::WriteContext server = check.context(ds::WriteContext{0, "ncstored", nullptr, ""});
-            check.run(*store_, [&] { return store_->replace(server, ds::Datastore::Running, rollbackPoint); });
+            check.run(*store_,
+                      [&] { return store_->replace(server, ds::Datastore::Running, rollbackPoint); });
         },
         [this](const confirm::Notice& n) {
             const std::optional<std::uint32_t> timeout =
