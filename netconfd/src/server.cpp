@@ -11,6 +11,8 @@
 #include "ncstore/log.hpp"
 #include "ncstore/models.hpp"
 
+#include <malloc.h>
+
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -402,6 +404,9 @@ void Server::housekeepingLoop() {
             } catch (const std::exception& e) {
                 NCS_LOG(error) << "trimming the notification log: " << e.what();
             }
+            // glibc keeps the free pages inside its arenas resident until told otherwise; a
+            // burst of sessions would otherwise set the server's RSS for good.
+            malloc_trim(0);
             lock.lock();
             nextTrim = std::chrono::steady_clock::now() + std::chrono::minutes(1);
         }
