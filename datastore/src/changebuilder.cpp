@@ -71,9 +71,15 @@ Change deleted(const lyd_node* node) {
     return c;
 }
 
-Change moved(const lyd_node* node) {
+Position after(const std::string& anchor) {
+    return anchor.empty() ? Position{Position::Where::First, {}} : Position{Position::Where::After, anchor};
+}
+
+/// A Move of `node` that followed `oldAnchor` ("" = first) before.
+Change moved(const lyd_node* node, const std::string& oldAnchor) {
     Change c = about(ChangeOp::Move, node);
     c.position = positionOf(node);
+    c.oldPosition = after(oldAnchor);
     return c;
 }
 
@@ -137,7 +143,7 @@ public:
             return;
         }
         if (!inNew) {
-            out_.push_back(deleted(o));
+            deleteOld(o);
             return;
         }
         if (isTerminal(n)) {
@@ -169,7 +175,7 @@ public:
             if (!skipped(o)) {
                 const lyd_node* n = match(newFirst, o);
                 if (!n || isDefault(n)) {
-                    out_.push_back(deleted(o));
+                    deleteOld(o);
                 }
             }
         }
@@ -219,15 +225,43 @@ public:
                 where[n] = current.insert(expected, n);
                 out_.push_back(created(n));
             } else if (it->second != expected) {
+                // Where it is in the order built so far: the state just before this move.
+                const std::string oldAnchor =
+                    it->second == current.begin() ? "" : pathOf(*std::prev(it->second));
                 current.splice(expected, current, it->second);
-                out_.push_back(detail::moved(n));
+                out_.push_back(detail::moved(n, oldAnchor));
             }
             previous = n;
         }
     }
 
 private:
+    /// A Delete of the old tree's `o`. An ordered-by-user instance gets the position it has
+    /// just before its deletion (changes.hpp promise 2): after the nearest earlier instance of
+    /// the old tree not deleted before it in this change set.
+    void deleteOld(const lyd_node* o) {
+        Change c = deleted(o);
+        if (lysc_is_userordered(o->schema)) {
+            const lyd_node* p = o;
+            for (;;) {
+                const lyd_node* prev = p->prev;
+                if (prev == o || !prev->next || prev->schema != o->schema) {
+                    c.oldPosition = Position{Position::Where::First, {}};
+                    break;
+                }
+                if (!deletedOld_.count(prev)) {
+                    c.oldPosition = Position{Position::Where::After, pathOf(prev)};
+                    break;
+                }
+                p = prev;
+            }
+            deletedOld_.insert(o);
+        }
+        out_.push_back(std::move(c));
+    }
+
     std::vector<Change>& out_;
+    std::unordered_set<const lyd_node*> deletedOld_; // ordered-by-user instances deleted so far
 };
 
 } // namespace
@@ -255,13 +289,15 @@ void ChangeBuilder::changed(const lyd_node* node, const std::string& oldValue, b
     changes_.push_back(updated(node, oldValue));
 }
 
-void ChangeBuilder::moved(const lyd_node* node) {
-    changes_.push_back(detail::moved(node));
+void ChangeBuilder::moved(const lyd_node* node, const std::string& oldAnchor) {
+    changes_.push_back(detail::moved(node, oldAnchor));
 }
 
 void ChangeBuilder::deleting(const lyd_node* node) {
     if (!isDefault(node)) {
-        changes_.push_back(deleted(node));
+        Change c = deleted(node);
+        c.oldPosition = positionOf(node); // still linked: where it is just before the deletion
+        changes_.push_back(std::move(c));
     }
 }
 

@@ -22,7 +22,7 @@ class ChangeBuilder : public ChangeObserver {
 public:
     void created(const lyd_node* node) override;
     void changed(const lyd_node* node, const std::string& oldValue, bool wasDefault) override;
-    void moved(const lyd_node* node) override;
+    void moved(const lyd_node* node, const std::string& oldAnchor) override;
     void deleting(const lyd_node* node) override;
 
     /// What validation did after the edit (`diff`: its diff, may be null): data it deleted (a

@@ -807,8 +807,9 @@ private:
             insertNew(parent, node, place);
         }
         entry->path = pathOf(node);
+        const std::string oldAnchor = entry->anchor;
         undo_.push(std::move(entry));
-        observer_.moved(node);
+        observer_.moved(node, oldAnchor);
     }
 
     void setValue(lyd_node* cur, const lyd_node* e) {

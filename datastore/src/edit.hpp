@@ -21,8 +21,9 @@ public:
     /// The terminal `node` changed its value from `oldValue` (canonical), or lost its default
     /// flag (`wasDefault`: it held only its default before).
     virtual void changed(const lyd_node* node, const std::string& oldValue, bool wasDefault) = 0;
-    /// The ordered-by-user instance `node` was moved within its (leaf-)list.
-    virtual void moved(const lyd_node* node) = 0;
+    /// The ordered-by-user instance `node` was moved within its (leaf-)list; before the move it
+    /// followed the instance at `oldAnchor` (its data path; "" when it was the first instance).
+    virtual void moved(const lyd_node* node, const std::string& oldAnchor) = 0;
     /// `node` and its subtree are about to be removed from the tree (still linked now).
     virtual void deleting(const lyd_node* node) = 0;
 };
@@ -43,10 +44,10 @@ public:
             second_->changed(node, oldValue, wasDefault);
         }
     }
-    void moved(const lyd_node* node) override {
-        first_.moved(node);
+    void moved(const lyd_node* node, const std::string& oldAnchor) override {
+        first_.moved(node, oldAnchor);
         if (second_) {
-            second_->moved(node);
+            second_->moved(node, oldAnchor);
         }
     }
     void deleting(const lyd_node* node) override {

@@ -17,7 +17,7 @@ void RecordCollector::changed(const lyd_node* node, const std::string&, bool) {
     modified(node);
 }
 
-void RecordCollector::moved(const lyd_node* node) {
+void RecordCollector::moved(const lyd_node* node, const std::string& /*oldAnchor*/) {
     modified(node);
 }
 

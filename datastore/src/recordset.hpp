@@ -23,7 +23,7 @@ public:
 
     void created(const lyd_node* node) override;
     void changed(const lyd_node* node, const std::string& oldValue, bool wasDefault) override;
-    void moved(const lyd_node* node) override;
+    void moved(const lyd_node* node, const std::string& oldAnchor) override;
     void deleting(const lyd_node* node) override;
 
     /// True when only whole-tree validation can judge the edit.

@@ -141,6 +141,7 @@ public:
         changes->session = who.session;
         changes->user = who.user;
         changes->host = who.host;
+        changes->comment = who.comment;
         return changes;
     }
 
@@ -295,6 +296,7 @@ public:
                 timing.changedRecords = records.ops.size();
                 timing.serializeUs = usSince(t0);
                 durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
+                timing.commitId = appliedSeq_;
             }
         }
         if (durable.valid()) {
@@ -352,6 +354,7 @@ public:
             old = std::move(trees_[index(ds)]);
             trees_[index(ds)] = std::move(content);
             durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
+            timing.commitId = appliedSeq_;
         }
         old.reset();
         t0 = Clock::now();
@@ -416,6 +419,7 @@ public:
             trees_[index(Datastore::Running)] = candidate_.reset();
             ++runningGeneration_;
             durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
+            timing.commitId = appliedSeq_;
         }
         oldRunning.reset();
         const auto t0 = Clock::now();

@@ -112,37 +112,88 @@ void place(Tree& tree, lyd_node* node, const std::optional<Position>& position) 
     tree.reset(lyd_first_sibling(tree.release())); // a top-level node may have moved first
 }
 
+/// Creates the node of `c` with `value` (terminals) or the content of `subtree`, at `position`.
+void create(const ly_ctx* ctx, Tree& tree, const Change& c, const std::optional<std::string>& value,
+            const Tree& subtree, const std::optional<Position>& position) {
+    lyd_node* created = nullptr;
+    lyd_node* first = nullptr;
+    const bool leafList = c.schema->nodetype == LYS_LEAFLIST;
+    const char* text = value && !leafList ? value->c_str() : nullptr;
+    if (lyd_new_path2(tree.get(), ctx, c.path.c_str(), text, 0, LYD_ANYDATA_STRING, LYD_NEW_PATH_UPDATE,
+                      &first, &created) != LY_SUCCESS) {
+        throw YangError("create " + c.path, ctx);
+    }
+    if (!tree) {
+        tree.reset(first);
+    }
+    tree.reset(lyd_first_sibling(tree.release())); // a new top-level node may come first
+    if (!created) {
+        created = findPath(tree, c.path); // an empty non-presence container was there
+    }
+    created->flags &= ~LYD_DEFAULT;
+    if (subtree) {
+        for (const lyd_node* child = lyd_child(subtree.get()); child; child = child->next) {
+            if (!lysc_is_key(child->schema) &&
+                lyd_dup_single(child, reinterpret_cast<lyd_node_inner*>(created),
+                               LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, nullptr) != LY_SUCCESS) {
+                throw YangError("create below " + c.path, ctx);
+            }
+        }
+    }
+    place(tree, created, position);
+}
+
+void remove(Tree& tree, const std::string& path) {
+    lyd_node* node = findPath(tree, path);
+    if (!node || (node->flags & LYD_DEFAULT)) {
+        throw std::runtime_error("delete of a missing node " + path);
+    }
+    if (node == tree.get()) {
+        tree.release();
+        tree.reset(node->next);
+    }
+    lyd_free_tree(node);
+}
+
+/// Undoes one change on `tree` (the datastore right after it), as the commit history does:
+/// from the old values and old positions alone.
+void invert(Tree& tree, const Change& c) {
+    const ly_ctx* ctx = c.schema->module->ctx;
+    switch (c.op) {
+    case ChangeOp::Create:
+        remove(tree, c.path);
+        break;
+    case ChangeOp::Update: {
+        lyd_node* node = findPath(tree, c.path);
+        if (!node || lyd_change_term(node, c.oldValue->c_str()) == LY_EINVAL) {
+            throw std::runtime_error("undo update " + c.path);
+        }
+        break;
+    }
+    case ChangeOp::Delete:
+        if (lysc_is_userordered(c.schema) && !c.oldPosition) {
+            throw std::runtime_error("a deleted ordered-by-user instance without its old position: " +
+                                     c.path);
+        }
+        create(ctx, tree, c, c.oldValue, c.oldTree, c.oldPosition);
+        break;
+    case ChangeOp::Move:
+        if (!c.oldPosition) {
+            throw std::runtime_error("a move without its old position: " + c.path);
+        }
+        place(tree, findPath(tree, c.path), c.oldPosition);
+        break;
+    case ChangeOp::Replace:
+        throw std::runtime_error("no anydata in these models");
+    }
+}
+
 /// Applies one change to `tree` (a receiver's copy); throws when it does not apply.
 void apply(const ly_ctx* ctx, Tree& tree, const Change& c) {
     switch (c.op) {
-    case ChangeOp::Create: {
-        lyd_node* created = nullptr;
-        lyd_node* first = nullptr;
-        const bool leafList = c.schema->nodetype == LYS_LEAFLIST;
-        const char* value = c.newValue && !leafList ? c.newValue->c_str() : nullptr;
-        if (lyd_new_path2(tree.get(), ctx, c.path.c_str(), value, 0, LYD_ANYDATA_STRING, LYD_NEW_PATH_UPDATE,
-                          &first, &created) != LY_SUCCESS) {
-            throw YangError("create " + c.path, ctx);
-        }
-        if (!tree) {
-            tree.reset(first);
-        }
-        if (!created) {
-            created = findPath(tree, c.path); // an empty non-presence container was there
-        }
-        created->flags &= ~LYD_DEFAULT;
-        if (c.newTree) {
-            for (const lyd_node* child = lyd_child(c.newTree.get()); child; child = child->next) {
-                if (!lysc_is_key(child->schema) &&
-                    lyd_dup_single(child, reinterpret_cast<lyd_node_inner*>(created),
-                                   LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, nullptr) != LY_SUCCESS) {
-                    throw YangError("create below " + c.path, ctx);
-                }
-            }
-        }
-        place(tree, created, c.position);
+    case ChangeOp::Create:
+        create(ctx, tree, c, c.newValue, c.newTree, c.position);
         break;
-    }
     case ChangeOp::Update: {
         lyd_node* node = findPath(tree, c.path);
         if (!node || lyd_change_term(node, c.newValue->c_str()) == LY_EINVAL) {
@@ -151,18 +202,9 @@ void apply(const ly_ctx* ctx, Tree& tree, const Change& c) {
         node->flags &= ~LYD_DEFAULT;
         break;
     }
-    case ChangeOp::Delete: {
-        lyd_node* node = findPath(tree, c.path);
-        if (!node || (node->flags & LYD_DEFAULT)) {
-            throw std::runtime_error("delete of a missing node " + c.path);
-        }
-        if (node == tree.get()) {
-            tree.release();
-            tree.reset(node->next);
-        }
-        lyd_free_tree(node);
+    case ChangeOp::Delete:
+        remove(tree, c.path);
         break;
-    }
     case ChangeOp::Move:
         place(tree, findPath(tree, c.path), c.position);
         break;
@@ -171,7 +213,9 @@ void apply(const ly_ctx* ctx, Tree& tree, const Change& c) {
     }
 }
 
-/// Keeps a copy of running and startup up to date from the change sets it receives.
+/// Keeps a copy of running and startup up to date from the change sets it receives, and checks
+/// that each change set, inverted in reverse order, gives back the copy from before it (the
+/// commit history's undo, changes.hpp promise 2).
 class Mirror : public ChangeListener {
 public:
     Mirror(const ly_ctx* ctx, Store& store) : ctx_(ctx) {
@@ -192,8 +236,19 @@ public:
         origins_.push_back(cs.origin);
         who_.push_back(std::to_string(cs.session) + " " + cs.user);
         try {
+            const std::string before = canonical(copies_[cs.datastore].get());
             for (const Change& c : cs.changes) {
                 apply(ctx_, copies_[cs.datastore], c);
+            }
+            Tree undone = canonicalCopy(copies_[cs.datastore].get());
+            for (auto c = cs.changes.rbegin(); c != cs.changes.rend(); ++c) {
+                invert(undone, *c);
+            }
+            const std::string after = canonical(undone.get());
+            if (after != before) {
+                errors_.push_back(std::string(toString(cs.datastore)) + " commit " +
+                                  std::to_string(cs.commitId) + ": its inversion gives\n" + after +
+                                  "instead of\n" + before + sets_.back());
             }
         } catch (const std::exception& e) {
             errors_.push_back(std::string(toString(cs.datastore)) + " commit " + std::to_string(cs.commitId) +
@@ -235,6 +290,10 @@ public:
             if (c.position) {
                 out +=
                     c.position->where == Position::Where::First ? " first" : " after " + c.position->anchor;
+            }
+            if (c.oldPosition) {
+                out += c.oldPosition->where == Position::Where::First ? " was first"
+                                                                      : " was after " + c.oldPosition->anchor;
             }
             out += "\n";
         }
@@ -348,7 +407,7 @@ TEST_F(ChangesTest, EachEditOperationReportsWhatChanged) {
     edit(*s, kTop + "<rule yang:insert=\"first\"><id>c</id></rule></top>");
     EXPECT_EQ(last(*s, m), "create /edit-test:top/rule[id='c'] new-tree first\n");
     edit(*s, kTop + "<rule yang:insert=\"after\" yang:key=\"[id='b']\"><id>c</id></rule></top>");
-    EXPECT_EQ(last(*s, m), "move /edit-test:top/rule[id='c'] after /edit-test:top/rule[id='b']\n");
+    EXPECT_EQ(last(*s, m), "move /edit-test:top/rule[id='c'] after /edit-test:top/rule[id='b'] was first\n");
     edit(*s, kTop + "<tags>x</tags><tags>y</tags><tags yang:insert=\"first\">z</tags></top>");
     expectMirrored(*s, m);
 
@@ -373,6 +432,79 @@ TEST_F(ChangesTest, EachEditOperationReportsWhatChanged) {
     edit(*s, interfacesXml("eth", 1, 1, "delete"));
     EXPECT_EQ(last(*s, m), "delete /ietf-interfaces:interfaces/interface[name='eth1'] old-tree\n");
     expectMirrored(*s, m);
+}
+
+TEST_F(ChangesTest, OrderedByUserChangesCarryTheirOldPositionAndInvertExactly) {
+    auto s = open();
+    Mirror m(ctx_.get(), *s);
+    edit(*s,
+         kTop + "<rule><id>a</id></rule><rule><id>b</id></rule><rule><id>c</id></rule><rule><id>d</id></rule>"
+                "<rule><id>e</id></rule><tags>t1</tags><tags>t2</tags><tags>t3</tags></top>");
+    const std::string r = "/edit-test:top/rule";
+
+    // edit: deleting two neighbours, each where it stands just before its deletion
+    edit(*s, kTop + "<rule nc:operation=\"delete\"><id>b</id></rule><rule nc:operation=\"delete\"><id>c</id>"
+                    "</rule></top>");
+    EXPECT_EQ(last(*s, m), "delete " + r + "[id='b'] old-tree was after " + r + "[id='a']\n" + "delete " + r +
+                               "[id='c'] old-tree was after " + r + "[id='a']\n");
+    // edit: a move to the front, and a leaf-list instance deleted from the middle
+    edit(*s,
+         kTop + "<rule yang:insert=\"first\"><id>e</id></rule><tags nc:operation=\"delete\">t2</tags></top>");
+    // (in schema order, as libyang parsed the edit)
+    EXPECT_EQ(last(*s, m), "delete /edit-test:top/tags[.='t2'] old=t2 was after /edit-test:top/tags[.='t1']\n"
+                           "move " +
+                               r + "[id='e'] first was after " + r + "[id='d']\n");
+    expectMirrored(*s, m);
+
+    // replace: deletions of neighbours, a re-order and creations in one net difference
+    Tree config = parseData(ctx_.get(),
+                            kTop + "<rule><id>x</id></rule><rule><id>d</id></rule><rule><id>a</id></rule>"
+                                   "<tags>t3</tags><tags>t0</tags></top>",
+                            LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    s->replace({}, Datastore::Running, config.get());
+    EXPECT_EQ(last(*s, m), "delete /edit-test:top/tags[.='t1'] old=t1 was first\n"
+                           "delete " +
+                               r +
+                               "[id='e'] old-tree was first\n"
+                               "create /edit-test:top/tags[.='t0'] new=t0 after /edit-test:top/tags[.='t3']\n"
+                               "create " +
+                               r +
+                               "[id='x'] new-tree first\n"
+                               "move " +
+                               r + "[id='d'] after " + r + "[id='x'] was after " + r + "[id='a']\n");
+    expectMirrored(*s, m);
+
+    // commit: the candidate's moves and deletions, compared whole
+    edit(*s,
+         kTop + "<rule yang:insert=\"last\"><id>x</id></rule><rule nc:operation=\"delete\"><id>d</id></rule>"
+                "</top>",
+         Datastore::Candidate);
+    s->commit({});
+    expectMirrored(*s, m);
+    EXPECT_EQ(now(*s, Datastore::Running).find("rule[id='d']"), std::string::npos);
+}
+
+TEST_F(ChangesTest, TheCommentAndCommitIdOfAWriteReachItsChangeSet) {
+    auto s = open();
+    std::vector<std::string> comments;
+    std::vector<std::uint64_t> ids;
+    s->addJournal("test", [&](const ChangeSet& cs) {
+        comments.push_back(cs.comment);
+        ids.push_back(cs.commitId);
+        return std::vector<std::string>{};
+    });
+    WriteContext who{7, "alice"};
+    who.comment = "maintenance window 42";
+    const WriteTiming first = edit(*s, kTop + "<name>a</name></top>", Datastore::Running, {}, who);
+    EXPECT_EQ(edit(*s, kTop + "<name>b</name></top>", Datastore::Candidate, {}, who).commitId, 0u);
+    EXPECT_EQ(edit(*s, kTop + "<name>a</name></top>", Datastore::Running, {}, who).commitId, 0u); // no change
+    who.comment = "from candidate";
+    const WriteTiming second = s->commit(who);
+    s->clear({}, Datastore::Startup); // empty already: no change set, no journal call
+    EXPECT_EQ(comments, (std::vector<std::string>{"maintenance window 42", "from candidate"}));
+    EXPECT_EQ(ids, (std::vector<std::uint64_t>{first.commitId, second.commitId}));
+    EXPECT_GT(second.commitId, first.commitId);
+    EXPECT_GT(first.commitId, 0u);
 }
 
 TEST_F(ChangesTest, ReplaceCopyClearAndCommitReportTheNetDifference) {
@@ -409,7 +541,7 @@ TEST_F(ChangesTest, ReplaceCopyClearAndCommitReportTheNetDifference) {
     const std::string replaced = last(*s, m);
     EXPECT_EQ(replaced,
               "update /edit-test:top/item[name='i1']/value old=v new=w\n"
-              "move /edit-test:top/rule[id='b'] first\n"
+              "move /edit-test:top/rule[id='b'] first was after /edit-test:top/rule[id='a']\n"
               "delete /ietf-interfaces:interfaces/interface[name='eth2'] old-tree\n"
               "update /ietf-interfaces:interfaces/interface[name='eth1']/enabled old=true new=false\n"
               "create /ietf-interfaces:interfaces/interface[name='new0'] new-tree\n")
@@ -427,7 +559,7 @@ TEST_F(ChangesTest, ReplaceCopyClearAndCommitReportTheNetDifference) {
     s->commit({});
     EXPECT_EQ(last(*s, m), "delete /ietf-interfaces:interfaces/interface[name='eth0'] old-tree\n"
                            "create /ietf-interfaces:interfaces/interface[name='cand0'] new-tree\n"
-                           "move /edit-test:top/rule[id='a'] first\n"
+                           "move /edit-test:top/rule[id='a'] first was after /edit-test:top/rule[id='b']\n"
                            "update /edit-test:top/item[name='i1']/value old=w new=x\n");
     expectMirrored(*s, m);
 

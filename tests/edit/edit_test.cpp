@@ -45,7 +45,10 @@ public:
     void changed(const lyd_node* node, const std::string&, bool) override {
         events.push_back("modified " + pathOf(node));
     }
-    void moved(const lyd_node* node) override { events.push_back("moved " + pathOf(node)); }
+    void moved(const lyd_node* node, const std::string& oldAnchor) override {
+        events.push_back("moved " + pathOf(node) + " from after " +
+                         (oldAnchor.empty() ? "(first)" : oldAnchor));
+    }
     void deleting(const lyd_node* node) override { events.push_back("deleting " + pathOf(node)); }
 };
 
@@ -515,12 +518,13 @@ TEST_F(Edit, InsertMovesExistingEntryAndReportsModified) {
     Tree t = target(kBase);
     apply(t, top("<rule yang:insert=\"first\"><id>c</id></rule>"));
     EXPECT_EQ(order(t.get(), "/edit-test:top/rule"), (std::vector<std::string>{"c", "a", "b"}));
-    EXPECT_EQ(rec_.events, Events{"moved /edit-test:top/rule[id='c']"});
+    EXPECT_EQ(rec_.events,
+              Events{"moved /edit-test:top/rule[id='c'] from after /edit-test:top/rule[id='b']"});
     rec_.events.clear();
     apply(t, top("<rule yang:insert=\"after\" yang:key=\"[id='b']\"><id>a</id><action>drop</action></rule>"));
     EXPECT_EQ(order(t.get(), "/edit-test:top/rule"), (std::vector<std::string>{"c", "b", "a"}));
-    EXPECT_EQ(rec_.events,
-              (Events{"moved /edit-test:top/rule[id='a']", "modified /edit-test:top/rule[id='a']/action"}));
+    EXPECT_EQ(rec_.events, (Events{"moved /edit-test:top/rule[id='a'] from after /edit-test:top/rule[id='c']",
+                                   "modified /edit-test:top/rule[id='a']/action"}));
     rec_.events.clear();
     // Already in place: nothing to report.
     apply(t, top("<rule yang:insert=\"last\"><id>a</id></rule>"));

@@ -79,7 +79,7 @@ const Fixture& fixture() {
         struct : ChangeObserver {
             void created(const lyd_node*) override {}
             void changed(const lyd_node*, const std::string&, bool) override {}
-            void moved(const lyd_node*) override {}
+            void moved(const lyd_node*, const std::string&) override {}
             void deleting(const lyd_node*) override {}
         } none;
         lyd_node* raw = nullptr;
@@ -104,8 +104,11 @@ public:
             violated("a value change reported on a node that holds no value", pathOf(node));
         }
     }
-    void moved(const lyd_node* node) override {
+    void moved(const lyd_node* node, const std::string& oldAnchor) override {
         check(node);
+        if (oldAnchor == pathOf(node)) {
+            violated("a move reported as following itself", oldAnchor);
+        }
         if (!(node->schema->flags & LYS_ORDBY_USER)) {
             violated("a move reported in a list the system orders", pathOf(node));
         }

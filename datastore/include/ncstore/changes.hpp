@@ -9,12 +9,19 @@
 //     basic mode "explicit"): a leaf that held only its default and is now set is a Create;
 //     a leaf set back to its default, and a node validation removed (a `when` turned false),
 //     are Deletes.
-//  2. Order: an edit's changes are listed as the edit engine made them; each old value is the
-//     state just before that change (so inverting them in reverse order undoes the write).
+//  2. Order: an edit's changes are listed as the edit engine made them; each old value (and old
+//     position) is the state just before that change (so inverting them in reverse order undoes
+//     the write: a Create by deleting its node, an Update by setting the old value, a Delete by
+//     re-creating the old value or subtree at its old position, a Move by putting the instance
+//     back at its old position).
 //     Replace, copy-config, delete-config and commit list the net difference, found by a keyed
 //     comparison of the records that changed (cost proportional to what changed, never a whole
 //     tree diff): per parent, deletions first, then creations, updates and moves in the new
-//     document order.
+//     document order. Old positions follow the same rule there: a deleted ordered-by-user
+//     instance is placed after the nearest earlier instance not deleted before it in the list,
+//     a moved one where it stood in the order as the earlier changes left it.
+//     One exception: an ordered-by-user instance that validation removed (a `when` turned
+//     false) has no old position (libyang's validation diff does not say where it was).
 //  3. Values: terminals (leaf, leaf-list instance) carry canonical strings; inner nodes and
 //     anydata carry deep copies of their subtree, without parents, flags kept (default nodes
 //     inside keep LYD_DEFAULT: print with libyang's default, explicit, mode to leave them out).
@@ -44,7 +51,8 @@ enum class ChangeOp {
 /// "create", "update", "replace", "delete", "move".
 const char* toString(ChangeOp op);
 
-/// Where an ordered-by-user instance is after a Create or a Move (RFC 8072 "point"/"where").
+/// Where an ordered-by-user instance is after a Create or a Move (RFC 8072 "point"/"where"), or
+/// was before a Delete or a Move.
 struct Position {
     enum class Where { First, After };
     Where where = Where::First;
@@ -63,6 +71,9 @@ struct Change {
     Tree oldTree; ///< containers, list entries, anydata: Delete, Replace (the subtree before)
     Tree newTree; ///< containers, list entries, anydata: Create, Replace (the subtree after)
     std::optional<Position> position; ///< ordered-by-user instances: Create, Move
+    /// Ordered-by-user instances: Delete, Move: where it was just before this change (promise 2),
+    /// what an exact undo needs (the commit history).
+    std::optional<Position> oldPosition;
 };
 
 /// Which operation produced a change set. `Event`: no data changed, only journal rows were
@@ -79,6 +90,7 @@ struct ChangeSet {
     std::uint32_t session = 0; ///< WriteContext::session of the write
     std::string user;          ///< WriteContext::user of the write
     std::string host;          ///< WriteContext::host of the write
+    std::string comment;       ///< WriteContext::comment of the write
     std::vector<Change> changes;
     /// The journal rows persisted with this change set, (journal name, row), as the journals'
     /// hooks made them (or as Store::appendJournal was given them): a listener that publishes

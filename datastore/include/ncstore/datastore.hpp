@@ -149,6 +149,9 @@ struct WriteContext {
     /// null: every write is allowed. Must outlive the call.
     const AccessPolicy* policy = nullptr;
     std::string host; ///< where the session comes from (the client's address), if known
+    /// What the writer says the write is for (a commit comment, the commit history's): passed
+    /// on in the change set untouched; "" for none.
+    std::string comment;
 };
 
 /// RFC 6241 7.5 <lock>.
@@ -176,6 +179,9 @@ struct WriteTiming {
     std::uint64_t serializeUs = 0;  ///< building the change set
     std::uint64_t commitWaitUs = 0; ///< waiting for the durable group commit
     std::uint64_t changedRecords = 0;
+    /// The commit id the write got (ChangeSet::commitId); 0 when nothing was persisted (candidate,
+    /// test-only, an edit that changed nothing).
+    std::uint64_t commitId = 0;
     /// Validation read the whole datastore, not just what the edit touched (docs/datastore.md
     /// says which edits need that).
     bool wholeTreeValidation = false;
