@@ -18,6 +18,7 @@ Each prints one JSON line.
 """
 import argparse
 import json
+import os
 import re
 import socket
 import statistics
@@ -25,51 +26,20 @@ import sys
 import threading
 import time
 
-import paramiko
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients", "python"))
+from ncframed import FramedSession  # noqa: E402
 
-BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
-BASE_11 = "urn:ietf:params:netconf:base:1.1"
 NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 IF_NS = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
-EOM = b"]]>]]>"
 END = b"</notification>"
 EVENT_TIME = re.compile(rb"<eventTime>([^<]+)</eventTime>")
 
 
-class Session:
+class Session(FramedSession):
+    """A session that may receive notifications: rpc() skips them on the way to its reply."""
+
     def __init__(self, a):
-        sock = socket.create_connection((a.host, a.port), timeout=600)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.transport = paramiko.Transport(sock)
-        self.transport.connect(username=a.user, password=a.password)
-        self.chan = self.transport.open_session(window_size=64 << 20, max_packet_size=1 << 20)
-        self.chan.settimeout(600)
-        self.chan.invoke_subsystem("netconf")
-        self.buf = bytearray()
-        self._until(EOM)
-        self.chan.sendall((f'<hello xmlns="{BASE_NS}"><capabilities><capability>{BASE_11}</capability>'
-                           f'</capabilities></hello>').encode() + EOM)
-        self.mid = 0
-
-    def send(self, op):
-        self.mid += 1
-        msg = f'<rpc xmlns="{BASE_NS}" message-id="{self.mid}">{op}</rpc>'.encode()
-        self.chan.sendall(b"\n#%d\n" % len(msg) + msg + b"\n##\n")
-
-    def message(self):
-        """The next message (bytes)."""
-        out = bytearray()
-        while True:
-            self._need(4)
-            if self.buf[:4] == b"\n##\n":
-                del self.buf[:4]
-                return bytes(out)
-            end = self._find(b"\n", 2)
-            size = int(self.buf[2:end])
-            del self.buf[:end + 1]
-            self._need(size)
-            out += self.buf[:size]
-            del self.buf[:size]
+        super().__init__(a.host, a.port, a.user, a.password, window_size=64 << 20, nodelay=True)
 
     def rpc(self, op):
         self.send(op)
@@ -79,29 +49,6 @@ class Session:
                 if b"rpc-error" in m:
                     raise RuntimeError("rpc-error: " + m[:800].decode(errors="replace"))
                 return m
-
-    def _fill(self):
-        data = self.chan.recv(4 << 20)
-        if not data:
-            raise EOFError("the server closed the session")
-        self.buf += data
-
-    def _need(self, n):
-        while len(self.buf) < n:
-            self._fill()
-
-    def _find(self, marker, start):
-        while True:
-            at = self.buf.find(marker, start)
-            if at >= 0:
-                return at
-            self._fill()
-
-    def _until(self, marker):
-        end = self._find(marker, 0)
-        out = bytes(self.buf[:end])
-        del self.buf[:end + len(marker)]
-        return out
 
 
 def follow(a):

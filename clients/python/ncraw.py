@@ -8,89 +8,13 @@ counts, so the figure is the server's and the transport's. A reply that is not a
 holds an <rpc-error>, counts as an error. Output: one JSON line, as nctime.py prints.
 
   ncraw.py --port 830 --user u --password p get-config --filter filter.xml -r 5
-
-The host key is not checked: this is a benchmark tool for servers on this machine.
 """
 import argparse
-import socket
 import sys
 import time
 
-import paramiko
-
+from ncframed import FramedSession
 from nctime import proc_cpu_seconds, read, summary
-
-BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
-BASE_11 = "urn:ietf:params:netconf:base:1.1"
-EOM = b"]]>]]>"
-
-
-class RawSession:
-    """One NETCONF 1.1 session; call() returns a reply's bytes, unparsed."""
-
-    def __init__(self, args):
-        sock = socket.create_connection((args.host, args.port), timeout=args.timeout)
-        self.transport = paramiko.Transport(sock)
-        self.transport.connect(username=args.user, password=args.password)
-        self.chan = self.transport.open_session(timeout=args.timeout)
-        self.chan.settimeout(args.timeout)
-        self.chan.invoke_subsystem("netconf")
-        self.buf = bytearray()
-        self.pos = 0
-        hello = self._until(EOM)
-        if BASE_11.encode() not in hello:
-            raise SystemExit("ncraw.py: the server does not offer base:1.1 (chunked framing)")
-        self.chan.sendall(f'<?xml version="1.0" encoding="UTF-8"?><hello xmlns="{BASE_NS}"><capabilities>'
-                          f'<capability>{BASE_11}</capability></capabilities></hello>'.encode() + EOM)
-        self.message_id = 0
-
-    def close(self):
-        self.transport.close()
-
-    def call(self, operation):
-        self.message_id += 1
-        msg = f'<rpc xmlns="{BASE_NS}" message-id="{self.message_id}">{operation}</rpc>'.encode()
-        self.chan.sendall(b"\n#%d\n" % len(msg) + msg + b"\n##\n")
-        reply = bytearray()
-        while True:
-            self._need(4)
-            if self.buf[self.pos:self.pos + 4] == b"\n##\n":
-                self.pos += 4
-                return bytes(reply)
-            if self.buf[self.pos:self.pos + 2] != b"\n#":
-                raise RuntimeError("ncraw.py: bad chunk header from the server")
-            end = self._find(b"\n", self.pos + 2)
-            size = int(self.buf[self.pos + 2:end])
-            self.pos = end + 1
-            self._need(size)
-            reply += self.buf[self.pos:self.pos + size]
-            self.pos += size
-
-    def _fill(self):
-        if self.pos > (1 << 20):  # drop what was consumed, keeping the buffer small
-            del self.buf[:self.pos]
-            self.pos = 0
-        data = self.chan.recv(1 << 20)
-        if not data:
-            raise EOFError("ncraw.py: the server closed the session")
-        self.buf += data
-
-    def _need(self, n):
-        while len(self.buf) - self.pos < n:
-            self._fill()
-
-    def _find(self, marker, start):
-        while True:
-            at = self.buf.find(marker, start)
-            if at >= 0:
-                return at
-            self._fill()
-
-    def _until(self, marker):
-        end = self._find(marker, self.pos)
-        out = bytes(self.buf[self.pos:end])
-        self.pos = end + len(marker)
-        return out
 
 
 def is_error(reply):
@@ -133,7 +57,10 @@ def main():
     get.add_argument("--filter", help="file holding a <filter> element")
     get.add_argument("-r", "--repeat", type=int, default=3)
     args = ap.parse_args()
-    session = RawSession(args)
+    try:
+        session = FramedSession(args.host, args.port, args.user, args.password, args.timeout)
+    except RuntimeError as e:
+        raise SystemExit(f"ncraw.py: {e}")
     try:
         cmd_get_config(args, session)
     finally:
