@@ -15,10 +15,14 @@ candidate locks (RFC 6241's discipline: a commit replaces running), and — rare
 another live session (the victim reconnects) or close and reconnect itself. Replies are checked:
 an rpc-error other than the ones concurrency makes legitimate (lock-denied, in-use) is an error.
 
-Every minute: the server's RSS, open file descriptors, threads, the WAL file's size, operations
-done and their latency (p50/p99/max) over that minute. At the end the verdict against the issue's
-targets: no error, RSS growth <= 5% after the first 5 minutes, fds and threads flat (their maximum
-within the sessions' bound, no upward trend), WAL bounded. Output: a markdown report (table +
+A session that loses its connection (killed) takes stock of its devices when it reconnects: a
+create whose reply the kill cut off may still have been committed.
+
+Every minute: the server's RSS, the number of devices in running, open file descriptors, threads,
+the WAL file's size, operations done and their latency (p50/p99/max) over that minute. At the end
+the verdict against the issue's targets: no error, the store's size flat and RSS growth <= 5% after
+the first 5 minutes, fds and threads flat (their maximum within the sessions' bound, no upward
+trend), WAL bounded. Output: a markdown report (table +
 verdict + machine) and a JSON file beside it.
 """
 import argparse
@@ -30,8 +34,6 @@ import random
 import re
 import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,80 +44,25 @@ import paramiko
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
-BASE_11 = "urn:ietf:params:netconf:base:1.1"
+sys.path.insert(0, os.path.join(REPO, "clients", "python"))
+from ncframed import BASE_NS, FramedSession  # noqa: E402
+
 INV_NS = "urn:ncstore:yang:openroadm-inventory"
-EOM = b"]]>]]>"
 USER, PASSWORD = "soak", "soak-Secret-1"
 # rpc-errors that concurrency makes legitimate: another session holds a lock.
 EXPECTED_TAGS = {"lock-denied", "in-use"}
 
 
-class Session:
-    """A NETCONF 1.1 session over paramiko that frames and checks replies, nothing more."""
+class Session(FramedSession):
+    """A session of the soak's user."""
 
     def __init__(self, port, timeout=120):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.transport = paramiko.Transport(sock)
-        self.transport.connect(username=USER, password=PASSWORD)
-        self.chan = self.transport.open_session(timeout=timeout)
-        self.chan.settimeout(timeout)
-        self.chan.invoke_subsystem("netconf")
-        self.buf = bytearray()
-        hello = self._until(EOM)
-        m = re.search(rb"<session-id>(\d+)</session-id>", hello)
-        self.id = int(m.group(1)) if m else 0
-        self.chan.sendall(f'<hello xmlns="{BASE_NS}"><capabilities><capability>{BASE_11}'
-                          f'</capability></capabilities></hello>'.encode() + EOM)
-        self.message_id = 0
+        super().__init__("127.0.0.1", port, USER, PASSWORD, timeout=timeout)
 
-    def close(self):
-        try:
-            self.transport.close()
-        except Exception:
-            pass
 
-    def call(self, operation):
-        self.message_id += 1
-        msg = f'<rpc xmlns="{BASE_NS}" message-id="{self.message_id}">{operation}</rpc>'.encode()
-        self.chan.sendall(b"\n#%d\n" % len(msg) + msg + b"\n##\n")
-        reply = bytearray()
-        while True:
-            self._need(4)
-            if self.buf[:4] == b"\n##\n":
-                del self.buf[:4]
-                return bytes(reply)
-            if self.buf[:2] != b"\n#":
-                raise RuntimeError("bad chunk header from the server: %r" % bytes(self.buf[:20]))
-            end = self._find(b"\n", 2)
-            size = int(self.buf[2:end])
-            del self.buf[:end + 1]
-            self._need(size)
-            reply += self.buf[:size]
-            del self.buf[:size]
-
-    def _fill(self):
-        data = self.chan.recv(1 << 20)
-        if not data:
-            raise EOFError("the server closed the session")
-        self.buf += data
-
-    def _need(self, n):
-        while len(self.buf) < n:
-            self._fill()
-
-    def _find(self, marker, start):
-        while True:
-            at = self.buf.find(marker, start)
-            if at >= 0:
-                return at
-            self._fill()
-
-    def _until(self, marker):
-        end = self._find(marker, 0)
-        out = bytes(self.buf[:end])
-        del self.buf[:end + len(marker)]
-        return out
+# A subtree filter that selects every device's key and nothing else.
+DEVICE_IDS = (f'<filter type="subtree"><openroadm-devices xmlns="{INV_NS}"><openroadm-device><device-id/>'
+              f'</openroadm-device></openroadm-devices></filter>')
 
 
 def error_tags(reply):
@@ -170,6 +117,15 @@ class Worker:
             self.session.close()
         self.session = Session(self.port)
         self.live_ids[self.session.id] = self.index
+
+    def adopt(self):
+        """After a lost session: the devices of this worker that running holds. A create whose
+        reply the kill cut off may have been committed, and a device nobody owns would never be
+        deleted: the store would grow for the whole run (the first soak did)."""
+        reply = self.session.call("<get-config><source><running/></source>%s</get-config>" % DEVICE_IDS)
+        prefix = f"w{self.index}-d"
+        self.mine = [d.decode() for d in re.findall(rb"<device-id[^>]*>([^<]*)</device-id>", reply)
+                     if d.decode().startswith(prefix)]
 
     def timed(self, op, operation):
         """True when the reply is <ok/> or data; an expected refusal sets self.refused."""
@@ -274,17 +230,23 @@ class Worker:
         self.connect()
         while not self.stop.is_set():
             try:
+                if self.session is None:  # lost: a new session, then take stock
+                    self.connect()
+                    self.adopt()
                 self.step()
             except (EOFError, OSError, paramiko.SSHException) as e:
                 if self.stop.is_set():
                     break
-                # Killed by another worker (or the connection dropped): reconnect.
-                self.killed += 1
+                # Killed by another worker (or the connection dropped): reconnect next turn.
+                # Refused connections are errors, a kill of the new session is not.
+                lost_session = self.session is not None
+                if lost_session:
+                    self.live_ids.pop(self.session.id, None)
                 self.session = None
-                try:
-                    self.connect()
-                except Exception as e2:  # the server refuses or is gone: an error
-                    self.errors.append(f"reconnect after {e!r}: {e2!r}")
+                if lost_session:
+                    self.killed += 1
+                else:
+                    self.errors.append(f"reconnect: {e!r}")
                     time.sleep(1)
             if time.time() - last >= 1:
                 self.flush()
@@ -373,6 +335,8 @@ def main():
         if error_tags(reply):
             raise SystemExit("seeding failed: " + reply[:800].decode(errors="replace"))
     seed.close()
+    # Counts the devices each minute (the store's size is flat by construction; this shows it).
+    monitor = Session(port)
 
     manager = mp.Manager()
     stop = manager.Event()
@@ -405,10 +369,12 @@ def main():
             pass
         if time.time() >= next_sample:
             rss, threads = proc_status(proc.pid)
+            devices = len(re.findall(rb"<device-id[ >]", monitor.call(
+                "<get-config><source><running/></source>%s</get-config>" % DEVICE_IDS)))
             fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
             secs = [s for _, s in window]
             row = {"minute": round((time.time() - t_start) / 60, 1), "rss_mb": round(rss / 2**20, 1),
-                   "fds": fds, "threads": threads,
+                   "devices": devices, "fds": fds, "threads": threads,
                    "wal_mb": round(os.path.getsize(wal) / 2**20, 2) if os.path.exists(wal) else 0.0,
                    "ops": len(window), "ops_per_s": round(len(window) / args.interval, 1),
                    "p50_ms": round(percentile(secs, 50) * 1000, 2),
@@ -427,6 +393,7 @@ def main():
         item = report.get()
         all_errors.extend(item["errors"])
     alive = proc.poll() is None
+    monitor.close()
     proc.send_signal(signal.SIGTERM)
     try:
         rc = proc.wait(timeout=60)
@@ -443,6 +410,10 @@ def main():
         base, top = after5[0]["rss_mb"], max(r["rss_mb"] for r in after5)
         growth = (top - base) / base * 100 if base else 0
         verdict.append(("RSS growth <= 5% after minute 5", growth <= 5, f"{base} -> max {top} MB ({growth:.1f}%)"))
+        devices = [r["devices"] for r in after5]
+        # The RSS verdict means something only if the store's size is flat too.
+        verdict.append(("store size flat after minute 5 (devices within 5%)",
+                        max(devices) <= min(devices) * 1.05, f"{min(devices)}..{max(devices)} devices"))
         fds = [r["fds"] for r in after5]
         threads = [r["threads"] for r in after5]
         bound = args.sessions + 20
@@ -466,10 +437,10 @@ def main():
              f"Totals: {totals['ops']} operations, {totals['expected']} expected refusals (lock-denied/in-use), "
              f"{totals['killed']} sessions killed by others (reconnected), {totals['reconnects']} "
              f"close-and-reconnect.", "",
-             "| minute | RSS MB | fds | threads | WAL MB | ops/s | p50 ms | p99 ms | max ms | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| minute | RSS MB | devices | fds | threads | WAL MB | ops/s | p50 ms | p99 ms | max ms | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['minute']} | {r['rss_mb']} | {r['fds']} | {r['threads']} | {r['wal_mb']} | "
+        lines.append(f"| {r['minute']} | {r['rss_mb']} | {r['devices']} | {r['fds']} | {r['threads']} | {r['wal_mb']} | "
                      f"{r['ops_per_s']} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} | {r['errors']} |")
     lines += ["", "| target | met | measured |", "|---|---|---|"]
     for name, ok, what in verdict:
