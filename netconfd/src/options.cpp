@@ -50,6 +50,10 @@ po::options_description fileOptions(ServerConfig& c) {
             "days the notification replay log keeps an event at most")
         ("notification-queue-bytes", po::value<std::uint64_t>(&c.notificationQueueBytes)->default_value(c.notificationQueueBytes),
             "a subscriber whose unsent notifications exceed this is disconnected (it can replay what it missed)")
+        ("history-max-commits", po::value<std::uint64_t>(&c.historyMaxCommits)->default_value(c.historyMaxCommits),
+            "commits of running the commit history keeps at most (the oldest go first)")
+        ("history-max-bytes", po::value<std::uint64_t>(&c.historyMaxBytes)->default_value(c.historyMaxBytes),
+            "bytes of undo data the commit history keeps at most (the oldest commits go first; the newest always stays)")
         ("print-port-file", po::value<std::string>(), "write the bound port to this file once listening")
         ("nacm-recovery-user", po::value<std::string>(&c.nacmRecoveryUser),
             "NACM recovery user: their sessions bypass access control (RFC 8341 3.3.3); default none");
@@ -163,6 +167,9 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     if (c.notificationLogEvents == 0 || c.notificationLogDays == 0 || c.notificationQueueBytes < 4096) {
         throw OptionsError("--notification-log-events and --notification-log-days must be at least 1, "
                            "--notification-queue-bytes at least 4096");
+    }
+    if (c.historyMaxCommits == 0 || c.historyMaxBytes < 4096) {
+        throw OptionsError("--history-max-commits must be at least 1, --history-max-bytes at least 4096");
     }
     if (c.maxStartups == 0) {
         throw OptionsError("--max-startups must be at least 1");

@@ -26,6 +26,17 @@ TEST(Options, Defaults) {
     EXPECT_EQ(cmd.config.durability, "full");
     EXPECT_TRUE(cmd.config.yangDirs.empty());
     EXPECT_TRUE(cmd.config.portFile.empty());
+    EXPECT_EQ(cmd.config.historyMaxCommits, 1000u);
+    EXPECT_EQ(cmd.config.historyMaxBytes, 64u * 1024 * 1024);
+}
+
+TEST(Options, CommitHistoryRetention) {
+    const auto cmd = parse({"--history-max-commits", "5", "--history-max-bytes", "100000"});
+    EXPECT_EQ(cmd.config.historyMaxCommits, 5u);
+    EXPECT_EQ(cmd.config.historyMaxBytes, 100000u);
+    EXPECT_THROW(parse({"--history-max-commits", "0"}), OptionsError);
+    EXPECT_THROW(parse({"--history-max-bytes", "100"}), OptionsError);
+    EXPECT_THROW(parse({"--history-max-commits", "many"}), OptionsError);
 }
 
 TEST(Options, CommandLineValues) {

@@ -1,0 +1,552 @@
+#include "history.hpp"
+
+#include "ncstore/log.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <utility>
+
+namespace ncstore::netconfd::history {
+
+namespace {
+
+/// Length-prefixed fields ("<n>:<n bytes>"), as the confirmed-commit journal writes them: any
+/// byte may occur in a value, a comment or the LYB data.
+void putField(std::string& out, std::string_view value) {
+    out += std::to_string(value.size());
+    out += ':';
+    out += value;
+}
+
+std::string_view takeField(std::string_view& in) {
+    const auto colon = in.find(':');
+    std::size_t n = 0;
+    if (colon != std::string_view::npos) {
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + colon, n);
+        if (ec == std::errc{} && end == in.data() + colon && in.size() - colon - 1 >= n) {
+            const std::string_view value = in.substr(colon + 1, n);
+            in.remove_prefix(colon + 1 + n);
+            return value;
+        }
+    }
+    throw std::runtime_error("a damaged history row");
+}
+
+template <class T> T number(std::string_view text) {
+    T value{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+        throw std::runtime_error("a damaged history row (a number)");
+    }
+    return value;
+}
+
+// The operation codes of a row: one byte each.
+constexpr char kCreate = 'c';
+constexpr char kUpdate = 'u';
+constexpr char kReplace = 'r';     // anydata: old content (LYB with parents)
+constexpr char kDeleteLeaf = 'd';  // leaf: old value
+constexpr char kDeleteEntry = 'l'; // leaf-list instance: old value (also in the path's predicate)
+constexpr char kDeleteTree = 'D';  // inner node: old subtree (LYB with parents)
+constexpr char kMove = 'm';
+
+std::string position(const std::optional<ds::Position>& p) {
+    if (!p) {
+        return {};
+    }
+    return p->where == ds::Position::Where::First ? "F" : "A" + p->anchor;
+}
+
+std::optional<ds::Position> position(std::string_view text) {
+    if (text.empty()) {
+        return std::nullopt;
+    }
+    if (text == "F") {
+        return ds::Position{ds::Position::Where::First, {}};
+    }
+    if (text.front() != 'A' || text.size() < 2) {
+        throw std::runtime_error("a damaged history row (a position)");
+    }
+    return ds::Position{ds::Position::Where::After, std::string(text.substr(1))};
+}
+
+ds::Origin origin(std::string_view text) {
+    for (ds::Origin o :
+         {ds::Origin::Edit, ds::Origin::Replace, ds::Origin::Copy, ds::Origin::Clear, ds::Origin::Commit}) {
+        if (text == ds::toString(o)) {
+            return o;
+        }
+    }
+    throw std::runtime_error("a damaged history row (origin " + std::string(text) + ")");
+}
+
+/// The old subtree of `c` as a document of its own: the node with its parents (and their keys),
+/// printed from the top, so that it parses back without the datastore (LYB: compact, exact).
+std::string subtreeDocument(const ds::Change& c) {
+    const ly_ctx* ctx = c.schema->module->ctx;
+    lyd_node* top = nullptr;
+    lyd_node* node = nullptr;
+    if (lyd_new_path2(nullptr, ctx, c.path.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0, &top, &node) !=
+            LY_SUCCESS ||
+        !node) {
+        lyd_free_all(top);
+        throw YangError("cannot make the parents of " + c.path, ctx);
+    }
+    Tree doc{top};
+    lyd_node* parent = lyd_parent(node);
+    if (parent) {
+        lyd_free_tree(node); // the parents stay; the old subtree goes in its place
+    } else {
+        doc.reset();
+    }
+    lyd_node* copy = nullptr;
+    if (lyd_dup_single(c.oldTree.get(), reinterpret_cast<lyd_node_inner*>(parent),
+                       LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+        throw YangError("cannot copy the old subtree of " + c.path, ctx);
+    }
+    if (!parent) {
+        doc.reset(copy);
+    }
+    return print(doc.get(), LYD_LYB, 0);
+}
+
+lyd_node* find(const Tree& forest, const std::string& path) {
+    lyd_node* found = nullptr;
+    if (!forest || lyd_find_path(forest.get(), path.c_str(), 0, &found) != LY_SUCCESS) {
+        return nullptr;
+    }
+    return found;
+}
+
+lyd_node* mustFind(const Tree& forest, const std::string& path) {
+    lyd_node* node = find(forest, path);
+    if (!node) {
+        throw std::runtime_error("it is not in running");
+    }
+    return node;
+}
+
+/// Keeps `forest` owning the first top-level sibling (an insertion may put one before it).
+void refirst(Tree& forest) {
+    if (forest) {
+        forest.reset(lyd_first_sibling(forest.release()));
+    }
+}
+
+void removeNode(Tree& forest, lyd_node* node) {
+    if (node == forest.get()) {
+        forest.release();
+        forest.reset(node->next);
+    }
+    lyd_free_tree(node);
+}
+
+/// Puts the ordered-by-user `node` where `p` says (nothing without a position).
+void place(Tree& forest, lyd_node* node, const std::optional<ds::Position>& p) {
+    if (!p) {
+        return;
+    }
+    if (p->where == ds::Position::Where::After) {
+        lyd_node* anchor = find(forest, p->anchor);
+        if (!anchor) {
+            throw std::runtime_error("the instance it followed, " + p->anchor + ", is not in running");
+        }
+        if (anchor->next != node && lyd_insert_after(anchor, node) != LY_SUCCESS) {
+            throw YangError("cannot insert after " + p->anchor, LYD_CTX(node));
+        }
+    } else {
+        lyd_node* first = lyd_first_sibling(node);
+        while (first->schema != node->schema) {
+            first = first->next;
+        }
+        if (first != node && lyd_insert_before(first, node) != LY_SUCCESS) {
+            throw YangError("cannot insert first", LYD_CTX(node));
+        }
+    }
+    refirst(forest);
+}
+
+void makeExplicit(lyd_node* node) {
+    for (lyd_node* p = node; p; p = lyd_parent(p)) {
+        p->flags &= ~LYD_DEFAULT;
+    }
+}
+
+/// Puts back the node of `u` from its LYB document (Delete of an inner node, Replace).
+void restoreSubtree(const ly_ctx* ctx, Tree& forest, const Undo& u) {
+    const Tree doc = parseData(ctx, u.oldTree, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    const lyd_node* old = find(doc, u.path);
+    if (!old) {
+        throw std::runtime_error("its old subtree does not hold it");
+    }
+    if (lyd_node* existing = find(forest, u.path)) {
+        // Only what validation adds can be there (a non-presence container with defaults):
+        // the old subtree takes its place.
+        removeNode(forest, existing);
+    }
+    lyd_node* parent = nullptr;
+    if (const lyd_node* oldParent = lyd_parent(old)) {
+        const std::string parentPath = pathOf(oldParent);
+        parent = find(forest, parentPath);
+        if (!parent) {
+            lyd_node* first = nullptr;
+            if (lyd_new_path2(forest.get(), ctx, parentPath.c_str(), nullptr, 0, LYD_ANYDATA_STRING,
+                              LYD_NEW_PATH_UPDATE, &first, &parent) != LY_SUCCESS ||
+                !parent) {
+                throw YangError("cannot create its parent " + parentPath, ctx);
+            }
+            if (!forest) {
+                forest.reset(first);
+            }
+            refirst(forest);
+        }
+    }
+    lyd_node* copy = nullptr;
+    if (lyd_dup_single(old, reinterpret_cast<lyd_node_inner*>(parent), LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
+                       &copy) != LY_SUCCESS) {
+        throw YangError("cannot copy its old subtree", ctx);
+    }
+    if (!parent) {
+        if (!forest) {
+            forest.reset(copy);
+        } else if (lyd_insert_sibling(forest.get(), copy, nullptr) != LY_SUCCESS) {
+            lyd_free_tree(copy);
+            throw YangError("cannot insert it", ctx);
+        }
+        refirst(forest);
+    }
+    makeExplicit(copy);
+    place(forest, copy, u.oldPosition);
+}
+
+void invertOne(const ly_ctx* ctx, Tree& forest, const Undo& u) {
+    switch (u.op) {
+    case ds::ChangeOp::Create:
+        removeNode(forest, mustFind(forest, u.path));
+        return;
+    case ds::ChangeOp::Update: {
+        lyd_node* node = mustFind(forest, u.path);
+        const LY_ERR rc = lyd_change_term(node, u.oldValue->c_str());
+        if (rc != LY_SUCCESS && rc != LY_EEXIST && rc != LY_ENOT) {
+            throw YangError("cannot set its old value " + *u.oldValue, ctx);
+        }
+        return;
+    }
+    case ds::ChangeOp::Replace:
+        removeNode(forest, mustFind(forest, u.path));
+        restoreSubtree(ctx, forest, u);
+        return;
+    case ds::ChangeOp::Delete: {
+        if (!u.oldTree.empty()) {
+            restoreSubtree(ctx, forest, u);
+            return;
+        }
+        // A leaf-list instance's value is in the path's predicate; a leaf's is given.
+        const char* value = u.leafList ? nullptr : u.oldValue->c_str();
+        lyd_node* first = nullptr;
+        lyd_node* node = nullptr;
+        if (lyd_new_path2(forest.get(), ctx, u.path.c_str(), value, 0, LYD_ANYDATA_STRING,
+                          LYD_NEW_PATH_UPDATE, &first, &node) != LY_SUCCESS) {
+            throw YangError("cannot create it with its old value", ctx);
+        }
+        if (!forest) {
+            forest.reset(first);
+        }
+        if (!node) {
+            node = mustFind(forest, u.path);
+        }
+        makeExplicit(node);
+        refirst(forest);
+        place(forest, node, u.oldPosition);
+        return;
+    }
+    case ds::ChangeOp::Move:
+        if (!u.oldPosition) {
+            throw std::runtime_error("the row has no old position");
+        }
+        place(forest, mustFind(forest, u.path), u.oldPosition);
+        return;
+    }
+}
+
+std::int64_t nowUs() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
+    std::string out(1, static_cast<char>(kRowVersion));
+    putField(out, std::to_string(timeUs));
+    putField(out, std::to_string(changes.session));
+    putField(out, changes.user);
+    putField(out, changes.host);
+    putField(out, ds::toString(changes.origin));
+    putField(out, changes.comment);
+    putField(out, std::to_string(changes.changes.size()));
+    for (const ds::Change& c : changes.changes) {
+        char op = kCreate;
+        std::string old;
+        switch (c.op) {
+        case ds::ChangeOp::Create:
+            break; // undone by deleting its path: nothing else is needed
+        case ds::ChangeOp::Update:
+            op = kUpdate;
+            old = c.oldValue.value_or("");
+            break;
+        case ds::ChangeOp::Replace:
+            op = kReplace;
+            old = subtreeDocument(c);
+            break;
+        case ds::ChangeOp::Delete:
+            if (c.schema->nodetype & LYD_NODE_TERM) {
+                op = c.schema->nodetype == LYS_LEAFLIST ? kDeleteEntry : kDeleteLeaf;
+                old = c.oldValue.value_or("");
+            } else {
+                op = kDeleteTree;
+                old = subtreeDocument(c);
+            }
+            break;
+        case ds::ChangeOp::Move:
+            op = kMove;
+            break;
+        }
+        putField(out, std::string_view(&op, 1));
+        putField(out, c.path);
+        putField(out, old);
+        putField(out, position(c.oldPosition));
+    }
+    return out;
+}
+
+Row decode(std::string_view in, bool headerOnly) {
+    if (in.empty() || static_cast<unsigned char>(in.front()) != kRowVersion) {
+        throw std::runtime_error("a history row of an unknown version");
+    }
+    in.remove_prefix(1);
+    Row row;
+    Entry& e = row.entry;
+    e.timeUs = number<std::int64_t>(takeField(in));
+    e.session = number<std::uint32_t>(takeField(in));
+    e.user = takeField(in);
+    e.host = takeField(in);
+    e.origin = origin(takeField(in));
+    e.comment = takeField(in);
+    e.changes = number<std::uint32_t>(takeField(in));
+    if (headerOnly) {
+        return row;
+    }
+    row.undo.reserve(e.changes);
+    for (std::uint32_t i = 0; i < e.changes; ++i) {
+        const std::string_view op = takeField(in);
+        Undo u;
+        u.path = takeField(in);
+        const std::string_view old = takeField(in);
+        u.oldPosition = position(takeField(in));
+        if (op.size() != 1 || u.path.empty()) {
+            throw std::runtime_error("a damaged history row (a change)");
+        }
+        switch (op.front()) {
+        case kCreate:
+            u.op = ds::ChangeOp::Create;
+            break;
+        case kUpdate:
+            u.op = ds::ChangeOp::Update;
+            u.oldValue = std::string(old);
+            break;
+        case kReplace:
+            u.op = ds::ChangeOp::Replace;
+            u.oldTree = old;
+            break;
+        case kDeleteLeaf:
+        case kDeleteEntry:
+            u.op = ds::ChangeOp::Delete;
+            u.oldValue = std::string(old);
+            u.leafList = op.front() == kDeleteEntry;
+            break;
+        case kDeleteTree:
+            u.op = ds::ChangeOp::Delete;
+            u.oldTree = old;
+            if (u.oldTree.empty()) {
+                throw std::runtime_error("a damaged history row (a deleted subtree)");
+            }
+            break;
+        case kMove:
+            u.op = ds::ChangeOp::Move;
+            break;
+        default:
+            throw std::runtime_error("a damaged history row (operation " + std::string(op) + ")");
+        }
+        row.undo.push_back(std::move(u));
+    }
+    if (!in.empty()) {
+        throw std::runtime_error("a damaged history row (trailing bytes)");
+    }
+    return row;
+}
+
+void invert(const ly_ctx* ctx, Tree& forest, const Row& row) {
+    refirst(forest);
+    for (auto u = row.undo.rbegin(); u != row.undo.rend(); ++u) {
+        try {
+            invertOne(ctx, forest, *u);
+        } catch (const std::exception& e) {
+            throw ds::Error(ds::ErrorTag::OperationFailed,
+                            "commit " + std::to_string(row.entry.id) + " cannot be undone: the " +
+                                ds::toString(u->op) + " of " + u->path + ": " + e.what(),
+                            u->path);
+        }
+    }
+}
+
+History::History(ds::Store& store, const ly_ctx* ctx, Options options)
+    : store_(store), ctx_(ctx), options_(options) {
+    std::size_t damaged = 0;
+    store_.readJournal(kJournal, 0, [&](const ds::JournalRow& r) {
+        try {
+            Entry e = decode(r.data, true).entry;
+            e.id = r.commitId;
+            e.bytes = r.data.size();
+            bytes_ += e.bytes;
+            index_.push_back(std::move(e));
+        } catch (const std::exception&) {
+            ++damaged; // not listed: a rollback across it fails when it decodes the row
+        }
+    });
+    if (damaged) {
+        NCS_LOG(error) << "commit history: " << damaged << " rows do not decode and are not listed";
+    }
+    trimThrough_ = retain();
+    NCS_LOG(info) << "commit history: " << index_.size() << " commits, " << bytes_ << " bytes (keeps at most "
+                  << options_.maxCommits << " commits, " << options_.maxBytes << " bytes)";
+    store_.addJournal(kJournal, [this](const ds::ChangeSet& changes) { return hook(changes); });
+    trimmer_ = std::thread([this] { trimLoop(); });
+}
+
+History::~History() {
+    // The store outlives this object: its hook must not call into it any more.
+    store_.addJournal(kJournal, [](const ds::ChangeSet&) { return std::vector<std::string>{}; });
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    trimCv_.notify_all();
+    trimmer_.join();
+}
+
+std::vector<std::string> History::hook(const ds::ChangeSet& changes) {
+    // Under the store's exclusive lock: one pass over the change set, no call of the Store.
+    if (changes.datastore != ds::Datastore::Running || changes.changes.empty()) {
+        return {};
+    }
+    const std::int64_t now = nowUs();
+    std::string row;
+    try {
+        row = encode(changes, now);
+    } catch (const std::exception& e) {
+        // Refused rather than kept without its undo data: a gap would make every rollback
+        // across this commit wrong.
+        throw ds::Error(ds::ErrorTag::OperationFailed,
+                        std::string("the commit history cannot record this change: ") + e.what());
+    }
+    Entry e;
+    e.id = changes.commitId;
+    e.timeUs = now;
+    e.session = changes.session;
+    e.user = changes.user;
+    e.host = changes.host;
+    e.origin = changes.origin;
+    e.comment = changes.comment;
+    e.changes = static_cast<std::uint32_t>(changes.changes.size());
+    e.bytes = row.size();
+    {
+        std::lock_guard lock(mutex_);
+        bytes_ += e.bytes;
+        index_.push_back(std::move(e));
+        if (const std::uint64_t through = retain(); through > trimThrough_) {
+            trimThrough_ = through;
+            trimCv_.notify_one();
+        }
+    }
+    std::vector<std::string> rows;
+    rows.push_back(std::move(row));
+    return rows;
+}
+
+std::uint64_t History::retain() {
+    std::uint64_t through = 0;
+    while (index_.size() > 1 && (index_.size() > options_.maxCommits || bytes_ > options_.maxBytes)) {
+        through = index_.front().id;
+        bytes_ -= index_.front().bytes;
+        index_.pop_front();
+    }
+    return through;
+}
+
+void History::trimLoop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        trimCv_.wait(lock, [this] { return stopping_ || trimThrough_ > trimmed_; });
+        if (stopping_) {
+            return; // what is left to trim is trimmed at the next start (retention at load)
+        }
+        const std::uint64_t through = trimThrough_;
+        lock.unlock();
+        try {
+            store_.trimJournal(kJournal, through);
+        } catch (const std::exception& e) {
+            NCS_LOG(error) << "commit history: cannot trim the journal through commit " << through << ": "
+                           << e.what();
+        }
+        lock.lock();
+        trimmed_ = through;
+    }
+}
+
+std::vector<Entry> History::entries() const {
+    std::lock_guard lock(mutex_);
+    return {index_.begin(), index_.end()};
+}
+
+bool History::contains(std::uint64_t id) const {
+    std::lock_guard lock(mutex_);
+    const auto it = std::lower_bound(index_.begin(), index_.end(), id,
+                                     [](const Entry& e, std::uint64_t value) { return e.id < value; });
+    return it != index_.end() && it->id == id;
+}
+
+Tree History::stateAfter(std::uint64_t id, Tree running, std::uint64_t runningId) const {
+    if (!contains(id)) {
+        throw ds::Error(ds::ErrorTag::InvalidValue,
+                        "commit " + std::to_string(id) +
+                            " is not in the commit history (unknown, or no longer kept)");
+    }
+    if (id > runningId) {
+        throw ds::Error(ds::ErrorTag::OperationFailed,
+                        "running changed while the rollback read it: try again");
+    }
+    // Only durable rows are in the file; every write up to runningId is durable (Store::read).
+    std::vector<std::pair<std::uint64_t, std::string>> rows;
+    store_.readJournal(kJournal, id, [&](const ds::JournalRow& r) {
+        if (r.commitId <= runningId) {
+            rows.emplace_back(r.commitId, r.data);
+        }
+    });
+    for (auto r = rows.rbegin(); r != rows.rend(); ++r) {
+        Row row;
+        try {
+            row = decode(r->second);
+        } catch (const std::exception& e) {
+            throw ds::Error(ds::ErrorTag::OperationFailed,
+                            "commit " + std::to_string(r->first) + " cannot be undone: " + e.what());
+        }
+        row.entry.id = r->first;
+        invert(ctx_, running, row);
+    }
+    return running;
+}
+
+} // namespace ncstore::netconfd::history

@@ -1,0 +1,442 @@
+// The commit history (netconfd/history) on a real store: what a row holds and that it decodes
+// back, that inverting the rows of later commits gives back the exact state after any earlier
+// commit (ordered-by-user order included), retention, and what a restart finds. The NETCONF side
+// is in tests/e2e/test_history.py.
+#include "history.hpp"
+
+#include "editcontent.hpp"
+
+#include "ncstore/changes.hpp"
+#include "ncstore/datastore.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ncstore::netconfd::test {
+namespace {
+
+using history::History;
+
+const std::string kTop =
+    "<top xmlns=\"urn:ncstore:edit-test\" xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" "
+    "xmlns:yang=\"urn:ietf:params:xml:ns:yang:1\">";
+
+const ly_ctx* context() {
+    static const Context ctx = [] {
+        ly_ctx* raw = nullptr;
+        if (ly_ctx_new(NCSTORE_EDIT_TEST_YANG_DIR, LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD,
+                       &raw) != LY_SUCCESS) {
+            throw std::runtime_error("ly_ctx_new failed");
+        }
+        Context c{raw};
+        ly_ctx_set_searchdir(raw, NCSTORE_IETF_YANG_DIR);
+        const char* all[] = {"*", nullptr};
+        for (const char* name : {"ietf-netconf", "ietf-interfaces", "iana-if-type", "edit-test"}) {
+            if (!ly_ctx_load_module(raw, name, nullptr, all)) {
+                throw YangError(std::string("cannot load ") + name, raw);
+            }
+        }
+        return c;
+    }();
+    return ctx.get();
+}
+
+std::string interfaces(const std::string& inner) {
+    return "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "
+           "xmlns:ianaift=\"urn:ietf:params:xml:ns:yang:iana-if-type\" "
+           "xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\">" +
+           inner + "</interfaces>";
+}
+
+std::string interface(const std::string& name, const std::string& attrs = "") {
+    return "<interface" + attrs + "><name>" + name + "</name><type>ianaift:ethernetCsmacd</type></interface>";
+}
+
+/// What a datastore holds: one line per explicit node (terminals with their value), sorted, and
+/// for every ordered-by-user instance the instance it follows: the order of system-ordered
+/// entries is not part of a datastore's content, the order of ordered-by-user ones is.
+std::string canonical(const lyd_node* forest) {
+    std::vector<std::string> lines;
+    for (const lyd_node* top = forest ? lyd_first_sibling(forest) : nullptr; top; top = top->next) {
+        const lyd_node* elem = nullptr;
+        LYD_TREE_DFS_BEGIN(top, elem) {
+            if (elem->flags & LYD_DEFAULT) {
+                LYD_TREE_DFS_continue = 1;
+            } else {
+                std::string line = pathOf(elem);
+                if (elem->schema->nodetype & LYD_NODE_TERM) {
+                    line += " = " + std::string(lyd_get_value(elem));
+                }
+                if (lysc_is_userordered(elem->schema)) {
+                    const bool first = !elem->prev->next || elem->prev->schema != elem->schema;
+                    line += first ? " (first)" : " (after " + pathOf(elem->prev) + ")";
+                }
+                lines.push_back(std::move(line));
+            }
+            LYD_TREE_DFS_END(top, elem);
+        }
+    }
+    std::sort(lines.begin(), lines.end());
+    std::string out;
+    for (const auto& l : lines) {
+        out += l + "\n";
+    }
+    return out;
+}
+
+class HistoryTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::path(::testing::TempDir()) /
+               ("ncstored-history-" +
+                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+        std::filesystem::remove_all(dir_);
+        std::filesystem::create_directories(dir_);
+        open();
+    }
+    void TearDown() override {
+        history_.reset();
+        store_.reset();
+        std::filesystem::remove_all(dir_);
+    }
+    /// (Re)opens the store and the history on it, as a (re)started server does.
+    void open(history::Options options = {}) {
+        history_.reset();
+        store_.reset();
+        ds::StoreOptions so;
+        so.file = dir_ / "ncstore.db";
+        so.durability = ds::Durability::Off;
+        store_ = ds::Store::open(context(), so);
+        history_ = std::make_unique<History>(*store_, context(), options);
+    }
+    /// An edit of running by `who`; returns its commit id (0: nothing changed).
+    std::uint64_t edit(const std::string& xml, ds::EditOptions o = {}, ds::WriteContext who = {7, "alice"}) {
+        const Tree e = parseEditContent(context(), xml);
+        return store_->edit(who, ds::Datastore::Running, e.get(), o).commitId;
+    }
+    std::string running() const {
+        std::string out;
+        store_->read(ds::Datastore::Running, [&](const lyd_node* t) { out = canonical(t); });
+        return out;
+    }
+    /// History::stateAfter(id) on a copy of running, as canonical text.
+    std::string stateAfter(std::uint64_t id) const {
+        Tree copy;
+        const std::uint64_t runningId = store_->read(ds::Datastore::Running, [&](const lyd_node* t) {
+            lyd_node* dup = nullptr;
+            if (t &&
+                lyd_dup_siblings(t, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &dup) != LY_SUCCESS) {
+                throw YangError("dup", context());
+            }
+            copy.reset(dup);
+        });
+        const Tree result = history_->stateAfter(id, std::move(copy), runningId);
+        return canonical(result.get());
+    }
+    std::vector<ds::JournalRow> rows() const {
+        std::vector<ds::JournalRow> out;
+        store_->readJournal(history::kJournal, 0, [&](const ds::JournalRow& r) { out.push_back(r); });
+        return out;
+    }
+
+    std::filesystem::path dir_;
+    std::unique_ptr<ds::Store> store_;
+    std::unique_ptr<History> history_;
+};
+
+TEST_F(HistoryTest, ARowHoldsWhoWhyAndOnlyWhatUndoNeeds) {
+    ds::WriteContext bob{12, "bob", nullptr, "192.0.2.7"};
+    bob.comment = "first \"rules\"\n";
+    const auto before = std::chrono::system_clock::now();
+    const std::uint64_t first =
+        edit(kTop + "<name>n</name><rule><id>a</id><action>x</action></rule><rule><id>b</id></rule>"
+                    "<tags>t1</tags><tags>t2</tags></top>",
+             {}, bob);
+    const std::uint64_t second = edit(kTop + "<name>m</name><rule nc:operation=\"delete\"><id>a</id></rule>"
+                                             "<rule yang:insert=\"first\"><id>c</id></rule>"
+                                             "<tags nc:operation=\"delete\">t1</tags></top>");
+    const auto r = rows();
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].commitId, first);
+    EXPECT_EQ(r[1].commitId, second);
+
+    const history::Row one = history::decode(r[0].data);
+    EXPECT_EQ(one.entry.session, 12u);
+    EXPECT_EQ(one.entry.user, "bob");
+    EXPECT_EQ(one.entry.host, "192.0.2.7");
+    EXPECT_EQ(one.entry.comment, "first \"rules\"\n");
+    EXPECT_EQ(one.entry.origin, ds::Origin::Edit);
+    EXPECT_GE(one.entry.timeUs,
+              std::chrono::duration_cast<std::chrono::microseconds>(before.time_since_epoch()).count());
+    // One Create of /top: its path is all undo needs.
+    ASSERT_EQ(one.undo.size(), 1u);
+    EXPECT_EQ(one.undo[0].op, ds::ChangeOp::Create);
+    EXPECT_EQ(one.undo[0].path, "/edit-test:top");
+    EXPECT_FALSE(one.undo[0].oldValue);
+    EXPECT_TRUE(one.undo[0].oldTree.empty());
+    EXPECT_LT(r[0].data.size(), 130u) << "a Create costs its path, not its subtree";
+
+    const history::Row two = history::decode(r[1].data);
+    EXPECT_EQ(two.entry.user, "alice");
+    EXPECT_EQ(two.entry.comment, "");
+    std::vector<std::string> undo;
+    for (const auto& u : two.undo) {
+        std::string line = std::string(ds::toString(u.op)) + " " + u.path;
+        if (u.oldValue) {
+            line += " old=" + *u.oldValue;
+        }
+        if (!u.oldTree.empty()) {
+            line += " old-tree";
+        }
+        if (u.oldPosition) {
+            line += u.oldPosition->where == ds::Position::Where::First
+                        ? " was first"
+                        : " was after " + u.oldPosition->anchor;
+        }
+        undo.push_back(line);
+    }
+    EXPECT_EQ(undo, (std::vector<std::string>{
+                        "update /edit-test:top/name old=n",
+                        "delete /edit-test:top/tags[.='t1'] old=t1 was first",
+                        "delete /edit-test:top/rule[id='a'] old-tree was first",
+                        "create /edit-test:top/rule[id='c']",
+                    }));
+    // The deleted entry parses back as a document of its own, with its parents.
+    const auto& deleted = two.undo[2];
+    const Tree doc = parseData(context(), deleted.oldTree, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    EXPECT_EQ(print(doc.get(), LYD_XML, LYD_PRINT_SHRINK),
+              "<top xmlns=\"urn:ncstore:edit-test\"><rule><id>a</id><action>x</action></rule></top>");
+}
+
+TEST_F(HistoryTest, EncodeDecodeRoundTripAndDamagedRows) {
+    ds::ChangeSet cs;
+    cs.commitId = 9;
+    cs.origin = ds::Origin::Commit;
+    cs.session = 3;
+    cs.user = "u:1";
+    cs.host = "";
+    cs.comment = std::string("bytes \0\x01:9:", 10);
+    const lysc_node* rule = lys_find_path(context(), nullptr, "/edit-test:top/rule", 0);
+    const lysc_node* name = lys_find_path(context(), nullptr, "/edit-test:top/name", 0);
+    ASSERT_TRUE(rule && name);
+    ds::Change move;
+    move.op = ds::ChangeOp::Move;
+    move.path = "/edit-test:top/rule[id='b']";
+    move.schema = rule;
+    move.oldPosition = ds::Position{ds::Position::Where::After, "/edit-test:top/rule[id='a']"};
+    ds::Change update;
+    update.op = ds::ChangeOp::Update;
+    update.path = "/edit-test:top/name";
+    update.schema = name;
+    update.oldValue = "";
+    update.newValue = "x";
+    cs.changes.push_back(std::move(move));
+    cs.changes.push_back(std::move(update));
+    const std::string row = history::encode(cs, 1234567);
+    const history::Row back = history::decode(row);
+    EXPECT_EQ(back.entry.timeUs, 1234567);
+    EXPECT_EQ(back.entry.origin, ds::Origin::Commit);
+    EXPECT_EQ(back.entry.session, 3u);
+    EXPECT_EQ(back.entry.user, "u:1");
+    EXPECT_EQ(back.entry.comment, cs.comment);
+    EXPECT_EQ(back.entry.changes, 2u);
+    ASSERT_EQ(back.undo.size(), 2u);
+    EXPECT_EQ(back.undo[0].op, ds::ChangeOp::Move);
+    ASSERT_TRUE(back.undo[0].oldPosition);
+    EXPECT_EQ(back.undo[0].oldPosition->anchor, "/edit-test:top/rule[id='a']");
+    EXPECT_EQ(back.undo[1].op, ds::ChangeOp::Update);
+    EXPECT_EQ(back.undo[1].oldValue, std::optional<std::string>(""));
+    EXPECT_EQ(history::decode(row, true).undo.size(), 0u);
+
+    EXPECT_THROW(history::decode(row.substr(0, row.size() - 3)), std::runtime_error);
+    EXPECT_THROW(history::decode(row + "x"), std::runtime_error);
+    EXPECT_THROW(history::decode("\x02" + row.substr(1)), std::runtime_error) << "an unknown version";
+    EXPECT_THROW(history::decode(""), std::runtime_error);
+}
+
+TEST_F(HistoryTest, RollingBackToAnyCommitGivesItsExactState) {
+    std::vector<std::pair<std::uint64_t, std::string>> states; // (commit, running right after it)
+    auto record = [&](std::uint64_t id) {
+        ASSERT_NE(id, 0u);
+        states.emplace_back(id, running());
+    };
+    ds::EditOptions replace;
+    replace.defaultOperation = ds::DefaultOperation::Replace;
+
+    record(edit(kTop +
+                "<name>s</name><rule><id>a</id><action>x</action></rule><rule><id>b</id></rule>"
+                "<rule><id>c</id></rule><tags>x</tags><tags>y</tags>"
+                "<item><name>i1</name><value>v</value><sub><k>1</k></sub><sub><k>2</k></sub></item></top>" +
+                interfaces(interface("eth0") + interface("eth1") + interface("eth2"))));
+    // merge: a value change, a leaf that held its default, a new list entry inside an entry
+    record(edit(
+        kTop + "<name>t</name><mtu>9000</mtu><item><name>i1</name><sub><k>3</k><v>w</v></sub></item></top>"));
+    // replace of a list entry: its children are compared
+    record(edit(
+        kTop +
+        "<item nc:operation=\"replace\"><name>i1</name><value>b</value><sub><k>2</k></sub></item></top>"));
+    // ordered-by-user: neighbours deleted, an insert first, a move, leaf-list changes
+    record(
+        edit(kTop +
+             "<rule nc:operation=\"delete\"><id>a</id></rule><rule nc:operation=\"delete\"><id>b</id></rule>"
+             "<rule yang:insert=\"first\"><id>d</id></rule><tags yang:insert=\"first\">z</tags>"
+             "<tags nc:operation=\"delete\">x</tags></top>"));
+    record(
+        edit(kTop +
+             "<rule yang:insert=\"first\"><id>c</id></rule>"
+             "<rule yang:insert=\"after\" yang:key=\"[id='c']\"><id>e</id><action>y</action></rule></top>"));
+    // choice, presence container, delete, remove, a leaf back to its default
+    record(edit(kTop + "<tcp-port>80</tcp-port><box><size>3</size></box></top>"));
+    record(edit(kTop + "<udp-port>53</udp-port><mtu nc:operation=\"remove\">1</mtu></top>" +
+                interfaces(interface("eth1", " nc:operation=\"delete\""))));
+    // default-operation replace: a whole new content, rules re-ordered
+    record(edit(kTop +
+                    "<name>r</name><rule><id>e</id></rule><rule><id>c</id><action>q</action></rule>"
+                    "<rule><id>f</id></rule><tags>y</tags><tags>z</tags><np><text>t</text></np></top>" +
+                    interfaces(interface("eth0") + interface("eth3")),
+                replace));
+    // a commit from candidate, and a replace (copy-config)
+    {
+        const Tree e = parseEditContent(
+            context(),
+            kTop + "<rule yang:insert=\"last\"><id>e</id></rule><rule nc:operation=\"delete\"><id>f</id>"
+                   "</rule><np nc:operation=\"delete\"/></top>");
+        store_->edit({7, "alice"}, ds::Datastore::Candidate, e.get());
+        record(store_->commit({7, "alice"}).commitId);
+    }
+    {
+        const Tree config =
+            parseData(context(), kTop + "<rule><id>g</id></rule><rule><id>c</id></rule><tags>z</tags></top>",
+                      LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+        record(store_->replace({7, "alice"}, ds::Datastore::Running, config.get()).commitId);
+    }
+    record(store_->clear({7, "alice"}, ds::Datastore::Running).commitId);
+    record(edit(kTop + "<name>last</name></top>"));
+
+    for (const auto& [id, state] : states) {
+        EXPECT_EQ(stateAfter(id), state) << "rollback to commit " << id;
+    }
+    // ... and the same from a restarted server's history
+    open();
+    for (const auto& [id, state] : states) {
+        EXPECT_EQ(stateAfter(id), state) << "after a restart, rollback to commit " << id;
+    }
+    // The result is what a rollback writes: it validates, and writing it gives that state.
+    const auto [target, expected] = states[3];
+    Tree copy;
+    const auto runningId = store_->read(ds::Datastore::Running, [&](const lyd_node* t) {
+        lyd_node* dup = nullptr;
+        ASSERT_EQ(lyd_dup_siblings(t, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &dup), LY_SUCCESS);
+        copy.reset(dup);
+    });
+    const Tree result = history_->stateAfter(target, std::move(copy), runningId);
+    const auto id = store_->replace({7, "alice"}, ds::Datastore::Running, result.get()).commitId;
+    EXPECT_EQ(running(), expected);
+    EXPECT_TRUE(history_->contains(id)) << "the rollback is a commit of its own";
+}
+
+TEST_F(HistoryTest, UnknownCommitsAndRowsThatNoLongerApplyAreRefused) {
+    const std::uint64_t a = edit(kTop + "<name>a</name></top>");
+    const std::uint64_t b = edit(kTop + "<rule><id>x</id></rule></top>");
+    try {
+        stateAfter(b + 100);
+        FAIL() << "an unknown commit was accepted";
+    } catch (const ds::Error& e) {
+        EXPECT_EQ(e.tag(), ds::ErrorTag::InvalidValue);
+    }
+    // running without the entry commit b created: b's Create cannot be undone
+    Tree copy;
+    const auto runningId = store_->read(ds::Datastore::Running, [&](const lyd_node* t) {
+        lyd_node* dup = nullptr;
+        ASSERT_EQ(lyd_dup_siblings(t, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &dup), LY_SUCCESS);
+        copy.reset(dup);
+    });
+    lyd_node* rule = nullptr;
+    ASSERT_EQ(lyd_find_path(copy.get(), "/edit-test:top/rule[id='x']", 0, &rule), LY_SUCCESS);
+    lyd_free_tree(rule);
+    try {
+        history_->stateAfter(a, std::move(copy), runningId);
+        FAIL() << "an inversion that does not apply was accepted";
+    } catch (const ds::Error& e) {
+        EXPECT_EQ(e.tag(), ds::ErrorTag::OperationFailed);
+        EXPECT_EQ(e.path(), "/edit-test:top/rule[id='x']");
+        EXPECT_NE(std::string(e.what()).find("commit " + std::to_string(b)), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(HistoryTest, RetentionDropsTheOldestByCountAndBytesAndSurvivesARestart) {
+    open({3, 1u << 20});
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < 6; ++i) {
+        ds::WriteContext who{5, "carol"};
+        who.comment = "c" + std::to_string(i);
+        ids.push_back(edit(kTop + "<name>n" + std::to_string(i) + "</name></top>", {}, who));
+    }
+    auto listed = [&] {
+        std::vector<std::string> out;
+        for (const auto& e : history_->entries()) {
+            out.push_back(std::to_string(e.id) + " " + e.user + " " + e.comment);
+        }
+        return out;
+    };
+    const std::vector<std::string> lastThree{std::to_string(ids[3]) + " carol c3",
+                                             std::to_string(ids[4]) + " carol c4",
+                                             std::to_string(ids[5]) + " carol c5"};
+    EXPECT_EQ(listed(), lastThree);
+    EXPECT_FALSE(history_->contains(ids[2]));
+    EXPECT_THROW(stateAfter(ids[2]), ds::Error);
+    EXPECT_NO_THROW(stateAfter(ids[3]));
+    // The journal is trimmed off the commit path: wait for it.
+    auto journalSize = [&] { return rows().size(); };
+    for (int i = 0; i < 200 && journalSize() != 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(journalSize(), 3u);
+
+    // A restart lists the same commits, with the same details.
+    const auto before = history_->entries();
+    open({3, 1u << 20});
+    const auto after = history_->entries();
+    ASSERT_EQ(after.size(), before.size());
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        EXPECT_EQ(after[i].id, before[i].id);
+        EXPECT_EQ(after[i].timeUs, before[i].timeUs);
+        EXPECT_EQ(after[i].session, before[i].session);
+        EXPECT_EQ(after[i].comment, before[i].comment);
+        EXPECT_EQ(after[i].bytes, before[i].bytes);
+        EXPECT_EQ(after[i].changes, before[i].changes);
+    }
+
+    // By bytes: a restart with a smaller budget keeps what fits (the newest always).
+    const std::uint64_t one = after.back().bytes;
+    open({100, 2 * one});
+    EXPECT_EQ(history_->entries().size(), 2u);
+    open({100, 1});
+    ASSERT_EQ(history_->entries().size(), 1u);
+    EXPECT_EQ(history_->entries().front().id, ids[5]);
+    for (int i = 0; i < 200 && journalSize() != 1; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(journalSize(), 1u);
+}
+
+TEST_F(HistoryTest, OnlyRunningIsRecorded) {
+    const Tree e = parseEditContent(context(), kTop + "<name>s</name></top>");
+    store_->edit({}, ds::Datastore::Startup, e.get());
+    store_->edit({}, ds::Datastore::Candidate, e.get());
+    EXPECT_TRUE(history_->entries().empty());
+    EXPECT_TRUE(rows().empty());
+    store_->copy({}, ds::Datastore::Startup, ds::Datastore::Running);
+    ASSERT_EQ(history_->entries().size(), 1u);
+    EXPECT_EQ(history_->entries().front().origin, ds::Origin::Copy);
+    EXPECT_EQ(rows().size(), 1u);
+}
+
+} // namespace
+} // namespace ncstore::netconfd::test
