@@ -6,7 +6,8 @@ are sampled every minute (issue 10). Not part of CI: a full run takes 30 minutes
                           [--out benchmarks/results/DATE-COMMIT-soak.md]
 
 What it does: starts ncstored (durability full, the bundled Open ROADM inventory model) on a
-temporary data dir, seeds devices, then runs --sessions client sessions in --processes worker
+temporary data dir, seeds devices (300 owned by nobody and 20 per session: the store starts at its
+steady size), then runs --sessions client sessions in --processes worker
 processes (threads inside each, so that the Python client is not the bottleneck). Each session
 owns its own device keys and loops over a weighted mix of: create a device (edit-config create),
 merge leaves into one of its devices, delete one of them, read one device by key, read the whole
@@ -49,6 +50,9 @@ from ncframed import BASE_NS, FramedSession  # noqa: E402
 
 INV_NS = "urn:ncstore:yang:openroadm-inventory"
 USER, PASSWORD = "soak", "soak-Secret-1"
+# Devices a session keeps at most. Each session starts with this many (created before the clock
+# starts) and creates one only after deleting one: the store's size is flat from the first minute.
+KEEP = 20
 # rpc-errors that concurrency makes legitimate: another session holds a lock.
 EXPECTED_TAGS = {"lock-denied", "in-use"}
 
@@ -109,7 +113,7 @@ class Worker:
         self.reconnects = 0
         self.killed = 0
         self.refused = False
-        self.keep = 20  # devices a session keeps at most: the store's size stays flat
+        self.keep = KEEP
 
     def connect(self):
         if self.session:
@@ -227,6 +231,8 @@ class Worker:
 
     def run(self):
         last = time.time()
+        self.mine = [f"w{self.index}-d{i}" for i in range(1, self.keep + 1)]  # made by main()
+        self.next_device = self.keep
         self.connect()
         while not self.stop.is_set():
             try:
@@ -331,6 +337,14 @@ def main():
         config = (f'<openroadm-devices xmlns="{INV_NS}">' +
                   "".join(device_xml(f"seed-{j}", device) for j in range(i, min(i + 50, args.seed_devices))) +
                   "</openroadm-devices>")
+        reply = seed.call(edit("running", config))
+        if error_tags(reply):
+            raise SystemExit("seeding failed: " + reply[:800].decode(errors="replace"))
+    # Every session's own devices, so that the store starts at its steady size.
+    owned = [f"w{w}-d{i}" for w in range(args.sessions) for i in range(1, KEEP + 1)]
+    for i in range(0, len(owned), 50):
+        config = (f'<openroadm-devices xmlns="{INV_NS}">' +
+                  "".join(device_xml(d, device) for d in owned[i:i + 50]) + "</openroadm-devices>")
         reply = seed.call(edit("running", config))
         if error_tags(reply):
             raise SystemExit("seeding failed: " + reply[:800].decode(errors="replace"))
