@@ -8,7 +8,6 @@
 #include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
 
-#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,18 +23,6 @@
 using namespace ncstore::netconfd;
 
 namespace {
-
-/// Whole-datastore replies of several MB are built, copied into libssh's buffers and freed, many
-/// times a second under load. glibc raises its mmap threshold each time such a block is freed,
-/// so the next ones come from the arenas, whose freed pages then stay resident: in the soak
-/// (issue 10) the heap held about 60 MB while RSS passed 400 MB. A fixed threshold (setting it
-/// also stops the raising) maps blocks of 1 MiB and more and returns them to the kernel on free.
-void tuneAllocator() {
-    if (mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1) {
-        NCS_LOG(warning) << "cannot set the allocator's mmap threshold: memory freed by large "
-                            "replies may stay resident";
-    }
-}
 
 int addUser(const ServerConfig& config, const std::string& name, const std::string& group) {
     std::string password;
@@ -117,8 +104,6 @@ int main(int argc, char* argv[]) {
     case Action::Run:
         break;
     }
-    tuneAllocator();
-
     // Signals are taken by one thread with sigwait; every other thread inherits the mask.
     sigset_t stopSignals;
     sigemptyset(&stopSignals);
