@@ -31,6 +31,7 @@ void Server::registerOperations() {
     dispatch_.add(nc, "kill-session", op(&Server::opKillSession));
     dispatch_.add("ietf-netconf-monitoring", "get-schema", op(&Server::opGetSchema));
     dispatch_.add("notifications", "create-subscription", op(&Server::opCreateSubscription));
+    dispatch_.add("ncstore-commits", "rollback", op(&Server::opRollback, true));
 }
 
 Reply Server::dispatch(ParsedRpc& parsed, Session& s) {

@@ -23,7 +23,9 @@ Reply Server::opCommit(Request& r) {
     Reply reply;
     // Checked against the committer's rights, whoever edited the candidate.
     WriteCheck check = writeCheck(r, true);
-    const ds::WriteContext who = check.context(writer(r.session));
+    ds::WriteContext who = check.context(writer(r.session));
+    // ncstore-commits' augment: the history's comment
+    who.comment = rpcargs::valueOf(rpcargs::child(r.op, "comment"));
     reply.write = confirm_->commit(writer(r.session), params,
                                    [&] { return check.run(*store_, [&] { return store_->commit(who); }); });
     return reply;

@@ -150,7 +150,8 @@ Reply Server::opEditConfig(Request& r) {
         target == ds::Datastore::Running &&
         (options.defaultOperation == ds::DefaultOperation::Replace || nacmTop(edit.get()));
     WriteCheck check = writeCheck(r, mayChangeNacm, options.testOption != ds::TestOption::TestOnly);
-    const ds::WriteContext who = check.context(writer(r.session));
+    ds::WriteContext who = check.context(writer(r.session));
+    who.comment = valueOf(child(rpc, "comment")); // ncstore-commits' augment: the history's comment
     ds::WriteTiming timing;
     if (edit) {
         timing = check.run(*store_, [&] { return store_->edit(who, target, edit.get(), options); });

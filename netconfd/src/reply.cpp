@@ -61,6 +61,9 @@ void renderReply(std::string& out, const lyd_node* envelope, const Reply& reply,
     case Reply::Kind::Ok:
         out += "<ok/>";
         break;
+    case Reply::Kind::Output:
+        out += reply.data.empty() ? "<ok/>" : reply.data; // RFC 7950 7.14.4: no output, <ok/>
+        break;
     case Reply::Kind::Data:
         if (reply.dataNamespace.empty()) {
             out += reply.data.empty() ? "<data/>" : "<data>";

@@ -19,9 +19,11 @@
 namespace ncstore::netconfd {
 
 struct Reply {
-    enum class Kind { Ok, Data, Error };
+    /// Output: an RPC's output parameters (RFC 7950 7.14.4), straight in <rpc-reply>.
+    enum class Kind { Ok, Data, Error, Output };
     Kind kind = Kind::Ok;
-    /// Kind::Data: the content of <data>, XML (or escaped text, see text()).
+    /// Kind::Data: the content of <data>, XML (or escaped text, see text()); Kind::Output: the
+    /// output parameters, XML, each element with its namespace.
     std::string data;
     /// Kind::Data: the namespace of <data> when it is not NETCONF's (get-schema's output).
     std::string dataNamespace;
@@ -38,6 +40,12 @@ struct Reply {
     static Reply xml(std::string content) {
         Reply r;
         r.kind = Kind::Data;
+        r.data = std::move(content);
+        return r;
+    }
+    static Reply output(std::string content) {
+        Reply r;
+        r.kind = Kind::Output;
         r.data = std::move(content);
         return r;
     }

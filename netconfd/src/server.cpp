@@ -81,7 +81,8 @@ Server::Server(const ServerConfig& config)
             // The server's own write: no lock blocks it, no NACM rule applies; a restored /nacm
             // goes into force like any other write's.
             WriteCheck check(*nacm_, nullptr, true);
-            const ds::WriteContext server = check.context(ds::WriteContext{0, "ncstored", nullptr, ""});
+            ds::WriteContext server = check.context(ds::WriteContext{0, "ncstored", nullptr, ""});
+            server.comment = "rollback of a confirmed commit that was not confirmed";
             check.run(*store_,
                       [&] { return store_->replace(server, ds::Datastore::Running, rollbackPoint); });
         },
@@ -91,12 +92,17 @@ Server::Server(const ServerConfig& config)
             notifications_->raise(
                 notify::confirmedCommit({n.session, n.user, n.host}, confirm::toString(n.event), timeout));
         });
+    // Its journal hook after the notifications' (which never refuses a write): an entry is in
+    // the index only once every other hook took the write.
+    history_ = std::make_unique<history::History>(
+        *store_, ctx_.get(), history::Options{config_.historyMaxCommits, config_.historyMaxBytes});
 }
 
 Server::~Server() {
     requestStop();
     run();
     confirm_.reset();
+    history_.reset();
     notifications_.reset();
     store_.reset();
 }

@@ -15,6 +15,7 @@
 #include "access.hpp"
 #include "confirm.hpp"
 #include "dispatch.hpp"
+#include "history.hpp"
 #include "options.hpp"
 #include "reply.hpp"
 #include "rpcparse.hpp"
@@ -95,6 +96,7 @@ private:
     Reply opKillSession(Request& r);
     Reply opGetSchema(Request& r);
     Reply opCreateSubscription(Request& r);
+    Reply opRollback(Request& r);
 
     /// Sends what the session's subscription has pending: the replay once, then live events;
     /// ends the subscription at its stop time. False when the session must end (the subscriber
@@ -109,7 +111,7 @@ private:
     /// The content of a `config` anyxml as a configuration (strict, no state): the tree
     /// parseRpc() parsed with the message, or else parsed from the anyxml's content.
     Tree parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const;
-    /// ietf-netconf-monitoring, ietf-yang-library and NACM counters state data.
+    /// ietf-netconf-monitoring, ietf-yang-library, NACM counters and commit history state data.
     Tree stateData() const;
     /// A write of `r`'s session: its NACM write check (access.hpp). `mayChangeNacm`: the write
     /// may change running's /nacm.
@@ -123,6 +125,7 @@ private:
     std::unique_ptr<AccessControl> nacm_;               // NACM: the policy in force, the counters
     std::unique_ptr<notify::Service> notifications_;    // after store_: gone before it
     std::unique_ptr<confirm::ConfirmedCommit> confirm_; // uses both above: gone before them
+    std::unique_ptr<history::History> history_;         // after store_: gone before it
     UserDb users_;
     Stats stats_;
     DispatchTable dispatch_;

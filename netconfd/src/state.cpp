@@ -1,9 +1,10 @@
 // State data for <get>: ietf-netconf-monitoring (RFC 6022), ietf-yang-library (RFC 8525,
-// with the RFC 7895 modules-state that older clients read module-set-id from) and the NACM
-// counters (RFC 8341).
+// with the RFC 7895 modules-state that older clients read module-set-id from), the NACM
+// counters (RFC 8341) and the commit history (ncstore-commits).
 #include "server.hpp"
 #include "session.hpp"
 
+#include <cstdio>
 #include <ctime>
 
 namespace ncstore::netconfd {
@@ -59,6 +60,54 @@ private:
     const ly_ctx* ctx_;
     Tree root_;
 };
+
+/// yang:date-and-time with microseconds, UTC.
+std::string isoTimeUs(std::int64_t us) {
+    const std::time_t tt = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char buf[48];
+    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(buf + n, sizeof buf - n, ".%06lldZ", static_cast<long long>(us % 1000000));
+    return buf;
+}
+
+/// /ncstore-commits:commits: one entry per commit the history keeps, oldest first.
+Tree commitsState(const ly_ctx* ctx, const std::vector<history::Entry>& entries) {
+    const lys_module* module = ly_ctx_get_module_implemented(ctx, "ncstore-commits");
+    if (!module) {
+        return nullptr;
+    }
+    lyd_node* commits = nullptr;
+    if (lyd_new_inner(nullptr, module, "commits", 0, &commits) != LY_SUCCESS) {
+        throw YangError("cannot build /commits", ctx);
+    }
+    Tree out{commits};
+    for (const history::Entry& e : entries) {
+        lyd_node* entry = nullptr;
+        const std::string id = std::to_string(e.id);
+        if (lyd_new_list(commits, nullptr, "commit", 0, &entry, id.c_str()) != LY_SUCCESS) {
+            throw YangError("cannot build commit " + id, ctx);
+        }
+        auto leaf = [&](const char* name, const std::string& value) {
+            if (lyd_new_term(entry, nullptr, name, value.c_str(), 0, nullptr) != LY_SUCCESS) {
+                throw YangError(std::string("cannot build the ") + name + " of commit " + id, ctx);
+            }
+        };
+        leaf("time", isoTimeUs(e.timeUs));
+        leaf("user", e.user);
+        leaf("session-id", std::to_string(e.session));
+        if (!e.host.empty()) {
+            leaf("source-host", e.host);
+        }
+        leaf("operation", ds::toString(e.origin));
+        leaf("changes", std::to_string(e.changes));
+        if (!e.comment.empty()) {
+            leaf("comment", e.comment);
+        }
+    }
+    return out;
+}
 
 std::string quoted(const std::string& v) {
     return v.find('\'') == std::string::npos ? "'" + v + "'" : "\"" + v + "\"";
@@ -183,6 +232,12 @@ Tree Server::stateData() const {
     Tree counters = nacm_->counters().state(ctx);
     if (lyd_insert_sibling(state.get(), counters.release(), nullptr) != LY_SUCCESS) {
         throw YangError("cannot assemble state data", ctx);
+    }
+    // The commit history (ncstore-commits)
+    if (Tree commits = commitsState(ctx, history_->entries())) {
+        if (lyd_insert_sibling(state.get(), commits.release(), nullptr) != LY_SUCCESS) {
+            throw YangError("cannot assemble state data", ctx);
+        }
     }
     lyd_node* first = state.release();
     return Tree{lyd_first_sibling(first)};

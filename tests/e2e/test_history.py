@@ -1,0 +1,247 @@
+"""The commit history (ncstore-commits) over SSH with ncclient: every commit of running is listed
+in <get> with its user, session and comment; rollback to a commit restores exactly the
+configuration right after it (ordered-by-user order included) as one new commit; an unknown
+commit is refused; retention drops the oldest; the history survives a restart and a kill -9."""
+
+import re
+
+import pytest
+from lxml import etree
+from ncclient.operations.rpc import RPCError
+
+from ncserver import NACM, NC, Server, config, iface, interfaces
+
+CC = "urn:ncstore:yang:ncstore-commits"
+YANG = "urn:ietf:params:xml:ns:yang:1"
+# The ordered-by-user lists of the server's models these tests write to (RFC 8341).
+USER_ORDERED = {"{%s}rule-list" % NACM, "{%s}rule" % NACM}
+
+
+def commits(m):
+    """The commits <get> lists, oldest first: [{leaf: text}]."""
+    reply = m.get(filter=("subtree", '<commits xmlns="%s"/>' % CC))
+    out = []
+    for e in reply.data_ele.findall("{%s}commits/{%s}commit" % (CC, CC)):
+        out.append({leaf.tag.split("}", 1)[1]: leaf.text or "" for leaf in e})
+    return out
+
+
+def last_id(m):
+    listed = commits(m)
+    return int(listed[-1]["id"]) if listed else 0
+
+
+def edit(m, content, comment=None, default_operation=None, target="running"):
+    """edit-config with the ncstore-commits comment (raw: ncclient does not know the leaf)."""
+    body = '<edit-config xmlns="%s"><target><%s/></target>' % (NC, target)
+    if default_operation:
+        body += "<default-operation>%s</default-operation>" % default_operation
+    body += content
+    if comment is not None:
+        body += '<comment xmlns="%s">%s</comment>' % (CC, comment)
+    body += "</edit-config>"
+    m.dispatch(etree.fromstring(body))
+
+
+def commit(m, comment):
+    m.dispatch(etree.fromstring('<commit xmlns="%s"><comment xmlns="%s">%s</comment></commit>'
+                                % (NC, CC, comment)))
+
+
+def rollback(m, commit_id, comment=None):
+    """Returns the new commit's id (None when the reply carries none)."""
+    body = '<rollback xmlns="%s"><id>%d</id>' % (CC, commit_id)
+    if comment is not None:
+        body += "<comment>%s</comment>" % comment
+    body += "</rollback>"
+    reply = etree.fromstring(m.dispatch(etree.fromstring(body)).xml.encode())
+    found = reply.find("{%s}id" % CC)
+    return int(found.text) if found is not None else None
+
+
+def rule_lists(names):
+    """NACM rule-lists without rules (they change nobody's access), in this order."""
+    return ('<config xmlns="%s"><nacm xmlns="%s">%s</nacm></config>'
+            % (NC, NACM, "".join("<rule-list><name>%s</name><group>admin</group></rule-list>" % n
+                                 for n in names)))
+
+
+def insert_rule_list(name, where, anchor=None):
+    key = ' yang:key="[name=\'%s\']"' % anchor if anchor else ""
+    return ('<config xmlns="%s"><nacm xmlns="%s"><rule-list xmlns:yang="%s" yang:insert="%s"%s>'
+            "<name>%s</name><group>admin</group></rule-list></nacm></config>"
+            % (NC, NACM, YANG, where, key, name))
+
+
+def delete_rule_list(name):
+    return ('<config xmlns="%s"><nacm xmlns="%s"><rule-list xmlns:nc="%s" nc:operation="delete">'
+            "<name>%s</name></rule-list></nacm></config>" % (NC, NACM, NC, name))
+
+
+def canonical(element):
+    """An element as text with the children of system-ordered lists sorted (their order is not
+    part of the configuration) and ordered-by-user entries kept in their order."""
+    children = [canonical(c) for c in element]
+    keyed = []
+    for index, (child, text) in enumerate(zip(element, children)):
+        keyed.append((child.tag, index if child.tag in USER_ORDERED else -1, text))
+    keyed.sort()
+    return "<%s>%s%s</%s>" % (element.tag, (element.text or "").strip(),
+                              "".join(k[2] for k in keyed), element.tag)
+
+
+def dump(m):
+    """running's whole configuration, canonical, and the exact order of the NACM rule-lists."""
+    data = m.get_config(source="running").data_ele
+    order = [e.text for e in data.findall("{%s}nacm/{%s}rule-list/{%s}name" % (NACM, NACM, NACM))]
+    return canonical(data), order
+
+
+def test_history_lists_every_commit_with_who_and_why(m):
+    start = last_id(m)
+    edit(m, config(iface("h0", description="new"), iface("h1")), comment="create two")
+    edit(m, config(iface("h0", type_=None, description="merged")), comment="merge")
+    edit(m, config(iface("h1", description="replaced", op="replace")))
+    edit(m, config(iface("h0", type_=None, op="delete")), comment="delete h0")
+    edit(m, rule_lists(["ra", "rb"]), comment="rule lists")
+    edit(m, insert_rule_list("rc", "first"), comment="insert first")
+    edit(m, config(iface("h2")), target="candidate")
+    commit(m, "from candidate")
+    assert "h2" in interfaces(m)
+
+    listed = [c for c in commits(m) if int(c["id"]) > start]
+    assert [c.get("comment") for c in listed] == [
+        "create two", "merge", None, "delete h0", "rule lists", "insert first", "from candidate"]
+    assert [c["operation"] for c in listed] == ["edit"] * 6 + ["commit"]
+    for c in listed:
+        assert c["user"] == "e2e"
+        assert int(c["session-id"]) == int(m.session_id)
+        assert c["source-host"] == "127.0.0.1"
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|\+00:00)$", c["time"]), c["time"]
+        assert int(c["changes"]) >= 1
+    ids = [int(c["id"]) for c in listed]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert int(listed[3]["changes"]) == 1  # one interface deleted
+    assert int(listed[4]["changes"]) == 2  # two rule-lists created
+
+
+def test_rollback_restores_the_exact_configuration_of_any_commit(m):
+    states = {}
+
+    def record():
+        states[last_id(m)] = dump(m)
+
+    for content, default_operation in (
+            (config(iface("r0", description="zero"), iface("r1"), iface("r2")), None),
+            (rule_lists(["la", "lb", "lc"]), None),
+            (insert_rule_list("ld", "first"), None),
+            (config(iface("r1", op="delete"), iface("r3", description="three")), None),
+            (delete_rule_list("lb"), None),
+            (insert_rule_list("la", "after", anchor="lc"), None),  # a move
+            (config(iface("r0", type_=None, description="changed")), None),
+            (config(iface("r2", op="delete")), "none")):
+        edit(m, content, default_operation=default_operation)
+        record()
+    assert dump(m)[1] == states[last_id(m)][1]
+
+    order = list(states)
+    # Back to the middle, to the oldest, to the newest: each is one new commit with the
+    # exact configuration of its target, rule-list order included.
+    for target in (order[3], order[0], order[-1], order[2]):
+        before = last_id(m)
+        new_id = rollback(m, target, comment="back to %d" % target)
+        assert dump(m) == states[target], "rollback to commit %d" % target
+        assert new_id is not None and new_id > before
+        listed = commits(m)
+        assert int(listed[-1]["id"]) == new_id
+        assert listed[-1]["comment"] == "back to %d" % target
+        assert listed[-1]["user"] == "e2e"
+        assert listed[-1]["operation"] == "replace"
+    # Rolling back to where running is changes nothing: no new commit.
+    here = last_id(m)
+    assert rollback(m, here) is None
+    assert last_id(m) == here
+    # A default comment says what happened.
+    rollback(m, order[1])
+    assert commits(m)[-1]["comment"] == "rollback to commit %d" % order[1]
+    assert dump(m) == states[order[1]]
+
+
+def test_rollback_of_an_unknown_commit_is_refused(m):
+    edit(m, config(iface("u0")))
+    before = dump(m)
+    with pytest.raises(RPCError) as e:
+        rollback(m, 10 ** 15)
+    assert e.value.tag == "invalid-value"
+    assert "not in the commit history" in str(e.value)
+    assert dump(m) == before
+
+
+def test_rollback_is_refused_while_another_session_holds_the_lock(m, m2):
+    edit(m, config(iface("k0")))
+    target = last_id(m)
+    edit(m, config(iface("k1")))
+    before = dump(m)
+    m2.lock(target="running")
+    try:
+        with pytest.raises(RPCError) as e:
+            rollback(m, target)
+        assert e.value.tag == "in-use"
+        assert dump(m) == before
+    finally:
+        m2.unlock(target="running")
+    rollback(m, target)
+    assert "k1" not in interfaces(m)
+
+
+@pytest.fixture(scope="module")
+def small_server():
+    s = Server(extra_args=("--history-max-commits", "3"), name="history-retention")
+    s.start()
+    yield s
+    s.stop()
+    s.cleanup()
+
+
+def test_retention_drops_the_oldest(small_server):
+    m = small_server.connect()
+    try:
+        for i in range(6):
+            edit(m, config(iface("ret%d" % i)), comment="c%d" % i)
+        listed = commits(m)
+        assert [c["comment"] for c in listed] == ["c3", "c4", "c5"]
+        dropped = int(listed[0]["id"]) - 1
+        with pytest.raises(RPCError) as e:
+            rollback(m, dropped)
+        assert e.value.tag == "invalid-value"
+        rollback(m, int(listed[0]["id"]))
+        assert sorted(interfaces(m)) == ["ret0", "ret1", "ret2", "ret3"]
+        assert len(commits(m)) == 3
+    finally:
+        m.close_session()
+
+
+def test_history_survives_a_restart_and_a_kill(small_server):
+    m = small_server.connect()
+    edit(m, config(iface("sv0")), comment="before restart")
+    acknowledged = commits(m)
+    m.close_session()
+
+    small_server.restart()
+    m = small_server.connect()
+    assert commits(m) == acknowledged
+    edit(m, config(iface("sv1")), comment="before kill")
+    acknowledged = commits(m)
+    m.close_session()
+
+    small_server.kill()
+    small_server.start()
+    m = small_server.connect()
+    try:
+        assert commits(m) == acknowledged
+        assert acknowledged[-1]["comment"] == "before kill"
+        rollback(m, int(acknowledged[-2]["id"]))
+        assert "sv1" not in interfaces(m)
+    finally:
+        m.close_session()
+
