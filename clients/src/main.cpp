@@ -37,6 +37,28 @@ namespace {
 using namespace ncstore::client;
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kCommitsNs = "urn:ncstore:yang:ncstore-commits";
+
+std::string xmlText(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        switch (c) {
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '&':
+            out += "&amp;";
+            break;
+        default:
+            out += c;
+        }
+    }
+    return out;
+}
+
 std::string readPayload(const std::string& source) {
     if (source == "-") {
         return std::string(std::istreambuf_iterator<char>(std::cin), {});
@@ -663,6 +685,14 @@ int main(int argc, char** argv) {
     auto* validate = app.add_subcommand("validate", "<validate>");
     auto* validateSource = validate->add_option("--source", req.datastore, "running|candidate|startup");
     validate->add_option("--config", payloadFile, "config XML file (- for stdin)")->excludes(validateSource);
+    // The commit history (ncstore-commits): its listing is state data, rollback an RPC.
+    app.add_subcommand("history", "the commits of running the server keeps (<get> of /commits)");
+    std::uint64_t rollbackId = 0;
+    std::string rollbackComment;
+    auto* rollback =
+        app.add_subcommand("rollback", "make running what it was right after commit --id, as one new commit");
+    rollback->add_option("--id", rollbackId, "the commit to go back to (see history)")->required();
+    rollback->add_option("--comment", rollbackComment, "the new commit's comment");
     auto* rpc = app.add_subcommand("rpc", "any RPC: the operation element in XML");
     rpc->add_option("file", payloadFile, "RPC XML file (- for stdin)")->required();
     SubscribeOptions subscribe;
@@ -681,6 +711,17 @@ int main(int argc, char** argv) {
 
     try {
         req.command = app.get_subcommands().front()->get_name();
+        if (req.command == "history") {
+            req.command = "get";
+            req.payload = std::string("<commits xmlns=\"") + kCommitsNs + "\"/>";
+        } else if (req.command == "rollback") {
+            req.command = "rpc";
+            req.payload =
+                std::string("<rollback xmlns=\"") + kCommitsNs + "\"><id>" + std::to_string(rollbackId) +
+                "</id>" +
+                (rollbackComment.empty() ? "" : "<comment>" + xmlText(rollbackComment) + "</comment>") +
+                "</rollback>";
+        }
         if (!payloadFile.empty()) {
             req.payload = readPayload(payloadFile);
         } else if (!filterSubtree.empty()) {

@@ -245,3 +245,33 @@ def test_history_survives_a_restart_and_a_kill(small_server):
     finally:
         m.close_session()
 
+
+def test_ncstore_client_history_and_rollback(server, m, tmp_path):
+    """The project's libnetconf2 client: `history` lists the commits, `rollback --id --comment`
+    goes back and prints the new commit's id."""
+    import os
+    import re
+    import subprocess
+    import ncserver
+
+    client = os.environ.get("NCSTORE_CLIENT")
+    assert client and os.access(client, os.X_OK), "NCSTORE_CLIENT must name ncstore-client"
+
+    def run(*args):
+        out = subprocess.run([client, "--port", str(server.port), "--user", ncserver.USER,
+                              "--password", ncserver.PASSWORD, "--schema-dir", str(tmp_path / "schemas")]
+                             + list(args), capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    edit(m, config(iface("cli0")), comment="cli base")
+    target = last_id(m)
+    edit(m, config(iface("cli1")), comment="cli later")
+    listing = run("history")
+    assert "<comment>cli base</comment>" in listing and "<comment>cli later</comment>" in listing
+    assert "<id>%d</id>" % target in listing
+    out = run("rollback", "--id", str(target), "--comment", "from <the> client")
+    new_id = int(re.search(r"<id[^>]*>(\d+)</id>", out).group(1))
+    assert new_id == last_id(m)
+    assert commits(m)[-1]["comment"] == "from <the> client"
+    assert "cli1" not in interfaces(m) and "cli0" in interfaces(m)
