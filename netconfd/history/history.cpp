@@ -81,36 +81,6 @@ ds::Origin origin(std::string_view text) {
     throw std::runtime_error("a damaged history row (origin " + std::string(text) + ")");
 }
 
-/// The old subtree of `c` as a document of its own: the node with its parents (and their keys),
-/// printed from the top, so that it parses back without the datastore (LYB: compact, exact).
-std::string subtreeDocument(const ds::Change& c) {
-    const ly_ctx* ctx = c.schema->module->ctx;
-    lyd_node* top = nullptr;
-    lyd_node* node = nullptr;
-    if (lyd_new_path2(nullptr, ctx, c.path.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0, &top, &node) !=
-            LY_SUCCESS ||
-        !node) {
-        lyd_free_all(top);
-        throw YangError("cannot make the parents of " + c.path, ctx);
-    }
-    Tree doc{top};
-    lyd_node* parent = lyd_parent(node);
-    if (parent) {
-        lyd_free_tree(node); // the parents stay; the old subtree goes in its place
-    } else {
-        doc.reset();
-    }
-    lyd_node* copy = nullptr;
-    if (lyd_dup_single(c.oldTree.get(), reinterpret_cast<lyd_node_inner*>(parent),
-                       LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-        throw YangError("cannot copy the old subtree of " + c.path, ctx);
-    }
-    if (!parent) {
-        doc.reset(copy);
-    }
-    return print(doc.get(), LYD_LYB, 0);
-}
-
 lyd_node* find(const Tree& forest, const std::string& path) {
     lyd_node* found = nullptr;
     if (!forest || lyd_find_path(forest.get(), path.c_str(), 0, &found) != LY_SUCCESS) {
@@ -140,6 +110,106 @@ void removeNode(Tree& forest, lyd_node* node) {
         forest.reset(node->next);
     }
     lyd_free_tree(node);
+}
+
+/// The old subtrees of a row (Delete of inner nodes, Replace of anydata) in ONE document, each
+/// with its parents (and their keys), printed once from the top (LYB: compact, exact), so that
+/// it parses back without the datastore. One print per row, not one per subtree: a commit that
+/// deletes thousands of list entries costs one document.
+class OldSubtrees {
+public:
+    /// Adds the old subtree of `c`; false when its node is in the document already (an ancestor
+    /// deleted earlier in the change set put it there): it then needs a document of its own.
+    /// Cost: a hash lookup and a copy; the parent's path is parsed only when it differs from the
+    /// previous subtree's (a commit deleting many entries of one list parses it once).
+    bool add(const ds::Change& c) {
+        const ly_ctx* ctx = c.schema->module->ctx;
+        const std::string path = parentPath(c.path);
+        lyd_node* parent = nullptr;
+        if (!path.empty()) {
+            if (path != lastPath_) {
+                lastParent_ = find(doc_, path);
+                if (!lastParent_) {
+                    lyd_node* first = nullptr;
+                    if (lyd_new_path2(doc_.get(), ctx, path.c_str(), nullptr, 0, LYD_ANYDATA_STRING, 0,
+                                      &first, &lastParent_) != LY_SUCCESS ||
+                        !lastParent_) {
+                        throw YangError("cannot make the parents of " + c.path, ctx);
+                    }
+                    if (!doc_) {
+                        doc_.reset(first);
+                    }
+                    refirst(doc_);
+                }
+                lastPath_ = path;
+            }
+            parent = lastParent_;
+        }
+        const lyd_node* old = c.oldTree.get();
+        const lyd_node* siblings = parent ? lyd_child(parent) : doc_.get();
+        lyd_node* match = nullptr;
+        const LY_ERR found = !siblings ? LY_ENOTFOUND
+                             : (old->schema->nodetype & LYS_LIST)
+                                 ? lyd_find_sibling_first(siblings, old, &match)
+                                 : lyd_find_sibling_val(siblings, old->schema, nullptr, 0, &match);
+        if (found == LY_SUCCESS) {
+            return false;
+        }
+        if (found != LY_ENOTFOUND) {
+            throw YangError("cannot look up " + c.path + " among the old subtrees", ctx);
+        }
+        lyd_node* copy = nullptr;
+        if (lyd_dup_single(old, reinterpret_cast<lyd_node_inner*>(parent),
+                           LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+            throw YangError("cannot copy the old subtree of " + c.path, ctx);
+        }
+        if (!parent) {
+            if (!doc_) {
+                doc_.reset(copy);
+            } else if (lyd_insert_sibling(doc_.get(), copy, nullptr) != LY_SUCCESS) {
+                lyd_free_tree(copy);
+                throw YangError("cannot add the old subtree of " + c.path, ctx);
+            }
+            refirst(doc_);
+        }
+        return true;
+    }
+    std::string print() const { return doc_ ? ncstore::print(doc_.get(), LYD_LYB, 0) : std::string(); }
+
+private:
+    /// The data path of the parent of the node at `path`, "" for a top-level node: `path` up to
+    /// its last '/' outside key predicates (whose quoted values may hold any character).
+    static std::string parentPath(const std::string& path) {
+        char quote = 0;
+        int depth = 0;
+        std::size_t last = 0;
+        for (std::size_t i = 0; i < path.size(); ++i) {
+            const char ch = path[i];
+            if (quote) {
+                quote = ch == quote ? 0 : quote;
+            } else if (ch == '\'' || ch == '"') {
+                quote = ch;
+            } else if (ch == '[') {
+                ++depth;
+            } else if (ch == ']') {
+                --depth;
+            } else if (ch == '/' && depth == 0) {
+                last = i;
+            }
+        }
+        return path.substr(0, last);
+    }
+
+    Tree doc_;
+    std::string lastPath_;           // the parent path of the last subtree added
+    lyd_node* lastParent_ = nullptr; // its node in doc_ (nodes of doc_ are never freed)
+};
+
+/// The old subtree of `c` as a document of its own (see OldSubtrees).
+std::string subtreeDocument(const ds::Change& c) {
+    OldSubtrees doc;
+    doc.add(c);
+    return doc.print();
 }
 
 /// Puts the ordered-by-user `node` where `p` says (nothing without a position).
@@ -173,9 +243,9 @@ void makeExplicit(lyd_node* node) {
     }
 }
 
-/// Puts back the node of `u` from its LYB document (Delete of an inner node, Replace).
-void restoreSubtree(const ly_ctx* ctx, Tree& forest, const Undo& u) {
-    const Tree doc = parseData(ctx, u.oldTree, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+/// Puts back the node of `u` from `doc`, the document that holds its old subtree (Delete of an
+/// inner node, Replace).
+void restoreSubtree(const ly_ctx* ctx, Tree& forest, const Undo& u, const Tree& doc) {
     const lyd_node* old = find(doc, u.path);
     if (!old) {
         throw std::runtime_error("its old subtree does not hold it");
@@ -220,7 +290,24 @@ void restoreSubtree(const ly_ctx* ctx, Tree& forest, const Undo& u) {
     place(forest, copy, u.oldPosition);
 }
 
-void invertOne(const ly_ctx* ctx, Tree& forest, const Undo& u) {
+/// The document that holds the old subtree of `u`: its own, or the row's (parsed once, into
+/// `shared`).
+const Tree& oldSubtrees(const ly_ctx* ctx, const Row& row, const Undo& u, Tree& own, Tree& shared) {
+    if (!u.oldTree.empty()) {
+        own = parseData(ctx, u.oldTree, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+        return own;
+    }
+    if (!shared) {
+        if (row.oldSubtrees.empty()) {
+            throw std::runtime_error("the row holds no old subtrees");
+        }
+        shared = parseData(ctx, row.oldSubtrees, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    }
+    return shared;
+}
+
+void invertOne(const ly_ctx* ctx, Tree& forest, const Row& row, const Undo& u, Tree& shared) {
+    Tree own;
     switch (u.op) {
     case ds::ChangeOp::Create:
         removeNode(forest, mustFind(forest, u.path));
@@ -235,11 +322,11 @@ void invertOne(const ly_ctx* ctx, Tree& forest, const Undo& u) {
     }
     case ds::ChangeOp::Replace:
         removeNode(forest, mustFind(forest, u.path));
-        restoreSubtree(ctx, forest, u);
+        restoreSubtree(ctx, forest, u, oldSubtrees(ctx, row, u, own, shared));
         return;
     case ds::ChangeOp::Delete: {
-        if (!u.oldTree.empty()) {
-            restoreSubtree(ctx, forest, u);
+        if (u.subtree) {
+            restoreSubtree(ctx, forest, u, oldSubtrees(ctx, row, u, own, shared));
             return;
         }
         // A leaf-list instance's value is in the path's predicate; a leaf's is given.
@@ -287,6 +374,7 @@ std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
     putField(out, ds::toString(changes.origin));
     putField(out, changes.comment);
     putField(out, std::to_string(changes.changes.size()));
+    OldSubtrees shared; // the old subtrees of the row, but those that need a document of their own
     for (const ds::Change& c : changes.changes) {
         char op = kCreate;
         std::string old;
@@ -299,7 +387,7 @@ std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
             break;
         case ds::ChangeOp::Replace:
             op = kReplace;
-            old = subtreeDocument(c);
+            old = shared.add(c) ? std::string() : subtreeDocument(c);
             break;
         case ds::ChangeOp::Delete:
             if (c.schema->nodetype & LYD_NODE_TERM) {
@@ -307,7 +395,7 @@ std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
                 old = c.oldValue.value_or("");
             } else {
                 op = kDeleteTree;
-                old = subtreeDocument(c);
+                old = shared.add(c) ? std::string() : subtreeDocument(c);
             }
             break;
         case ds::ChangeOp::Move:
@@ -319,11 +407,15 @@ std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
         putField(out, old);
         putField(out, position(c.oldPosition));
     }
+    putField(out, shared.print());
     return out;
 }
 
 Row decode(std::string_view in, bool headerOnly) {
-    if (in.empty() || static_cast<unsigned char>(in.front()) != kRowVersion) {
+    // Version 1 rows (a day's development only) gave every old subtree a document of its own
+    // and have no shared one.
+    const unsigned char version = in.empty() ? 0 : static_cast<unsigned char>(in.front());
+    if (version != 1 && version != kRowVersion) {
         throw std::runtime_error("a history row of an unknown version");
     }
     in.remove_prefix(1);
@@ -359,7 +451,8 @@ Row decode(std::string_view in, bool headerOnly) {
             break;
         case kReplace:
             u.op = ds::ChangeOp::Replace;
-            u.oldTree = old;
+            u.oldTree = old; // empty: in the row's shared document
+            u.subtree = true;
             break;
         case kDeleteLeaf:
         case kDeleteEntry:
@@ -369,10 +462,8 @@ Row decode(std::string_view in, bool headerOnly) {
             break;
         case kDeleteTree:
             u.op = ds::ChangeOp::Delete;
-            u.oldTree = old;
-            if (u.oldTree.empty()) {
-                throw std::runtime_error("a damaged history row (a deleted subtree)");
-            }
+            u.oldTree = old; // empty: in the row's shared document
+            u.subtree = true;
             break;
         case kMove:
             u.op = ds::ChangeOp::Move;
@@ -382,6 +473,9 @@ Row decode(std::string_view in, bool headerOnly) {
         }
         row.undo.push_back(std::move(u));
     }
+    if (version >= 2) {
+        row.oldSubtrees = takeField(in);
+    }
     if (!in.empty()) {
         throw std::runtime_error("a damaged history row (trailing bytes)");
     }
@@ -390,9 +484,10 @@ Row decode(std::string_view in, bool headerOnly) {
 
 void invert(const ly_ctx* ctx, Tree& forest, const Row& row) {
     refirst(forest);
+    Tree shared; // the row's document of old subtrees, parsed when first needed
     for (auto u = row.undo.rbegin(); u != row.undo.rend(); ++u) {
         try {
-            invertOne(ctx, forest, *u);
+            invertOne(ctx, forest, row, *u, shared);
         } catch (const std::exception& e) {
             throw ds::Error(ds::ErrorTag::OperationFailed,
                             "commit " + std::to_string(row.entry.id) + " cannot be undone: the " +

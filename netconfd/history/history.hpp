@@ -11,9 +11,10 @@
 //    rollback of a confirmed commit, a rollback.
 //  - Bytes proportional to the change (a row holds, per change, its operation, its path and
 //    only what was there before): a Create costs its path, an Update its old value, a Delete
-//    its old value or old subtree (LYB, printed with its parents so it parses back as a
-//    top-level document), a Move or the Delete of an ordered-by-user instance also its old
-//    position. Rows are versioned (first byte) and length-prefixed.
+//    its old value or old subtree, a Move or the Delete of an ordered-by-user instance also its
+//    old position. The old subtrees of a commit go into one document with their parents (LYB,
+//    printed once per commit, parses back as a top-level document). Rows are versioned (first
+//    byte) and length-prefixed.
 //  - Cheap on the commit path: the hook (under the store's exclusive lock) encodes the change
 //    set, appends one entry to the in-memory index and never calls the Store; trimming the
 //    journal (Store::trimJournal, which waits for the writer) happens on a thread of its own.
@@ -53,7 +54,7 @@ namespace ncstore::netconfd::history {
 /// The store's journal that holds the history.
 inline constexpr const char* kJournal = "history";
 /// The row format written by this version.
-inline constexpr unsigned char kRowVersion = 1;
+inline constexpr unsigned char kRowVersion = 2;
 
 struct Options {
     std::uint64_t maxCommits = 1000;
@@ -78,7 +79,11 @@ struct Undo {
     ds::ChangeOp op = ds::ChangeOp::Create;
     std::string path;
     std::optional<std::string> oldValue; ///< terminals: Update, Delete
-    std::string oldTree;                 ///< LYB with parents: Delete of inner nodes, Replace (anydata)
+    /// Delete of an inner node, Replace (anydata): the node's old subtree is in a document (LYB,
+    /// with its parents): Row::oldSubtrees, or this one (`oldTree`) when it could not go there
+    /// (its node was in it already: an ancestor deleted earlier in the same commit).
+    bool subtree = false;
+    std::string oldTree;
     std::optional<ds::Position> oldPosition;
     bool leafList = false; ///< Delete of a leaf-list instance (its value is in the path)
 };
@@ -87,6 +92,9 @@ struct Undo {
 struct Row {
     Entry entry;
     std::vector<Undo> undo;
+    /// The old subtrees of the row's changes, in ONE document (LYB, each with its parents): one
+    /// print per commit, however many subtrees it deleted.
+    std::string oldSubtrees;
 };
 
 /// The row of `changes` (a change set of running) made at `timeUs`. Throws YangError when a

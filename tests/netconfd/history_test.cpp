@@ -191,8 +191,8 @@ TEST_F(HistoryTest, ARowHoldsWhoWhyAndOnlyWhatUndoNeeds) {
         if (u.oldValue) {
             line += " old=" + *u.oldValue;
         }
-        if (!u.oldTree.empty()) {
-            line += " old-tree";
+        if (u.subtree) {
+            line += u.oldTree.empty() ? " old-tree" : " own-old-tree";
         }
         if (u.oldPosition) {
             line += u.oldPosition->where == ds::Position::Where::First
@@ -207,9 +207,9 @@ TEST_F(HistoryTest, ARowHoldsWhoWhyAndOnlyWhatUndoNeeds) {
                         "delete /edit-test:top/rule[id='a'] old-tree was first",
                         "create /edit-test:top/rule[id='c']",
                     }));
-    // The deleted entry parses back as a document of its own, with its parents.
-    const auto& deleted = two.undo[2];
-    const Tree doc = parseData(context(), deleted.oldTree, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    // The deleted entry is in the row's document of old subtrees, which parses back on its own,
+    // with the parents.
+    const Tree doc = parseData(context(), two.oldSubtrees, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
     EXPECT_EQ(print(doc.get(), LYD_XML, LYD_PRINT_SHRINK),
               "<top xmlns=\"urn:ncstore:edit-test\"><rule><id>a</id><action>x</action></rule></top>");
 }
@@ -256,8 +256,59 @@ TEST_F(HistoryTest, EncodeDecodeRoundTripAndDamagedRows) {
 
     EXPECT_THROW(history::decode(row.substr(0, row.size() - 3)), std::runtime_error);
     EXPECT_THROW(history::decode(row + "x"), std::runtime_error);
-    EXPECT_THROW(history::decode("\x02" + row.substr(1)), std::runtime_error) << "an unknown version";
+    EXPECT_THROW(history::decode("\x07" + row.substr(1)), std::runtime_error) << "an unknown version";
     EXPECT_THROW(history::decode(""), std::runtime_error);
+}
+
+/// A subtree of `xml` (a document of edit-test) at `path`, without its parents, as a change
+/// set carries it.
+Tree subtreeOf(const std::string& xml, const std::string& path) {
+    const Tree doc = parseData(context(), xml, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    lyd_node* node = nullptr;
+    lyd_node* copy = nullptr;
+    if (lyd_find_path(doc.get(), path.c_str(), 0, &node) != LY_SUCCESS ||
+        lyd_dup_single(node, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+        throw YangError("subtree " + path, context());
+    }
+    return Tree{copy};
+}
+
+TEST_F(HistoryTest, OldSubtreesShareOneDocumentUnlessAnAncestorIsInItAlready) {
+    // A child entry deleted, then its parent entry (what validation can produce): the parent's
+    // old subtree cannot join the document that already holds it as a parent.
+    const std::string top = kTop + "<item><name>i1</name><value>v</value><sub><k>1</k><v>one</v></sub>"
+                                   "<sub><k>2</k></sub></item><item><name>i2</name></item></top>";
+    const std::string afterChild = kTop + "<item><name>i1</name><value>v</value><sub><k>2</k></sub></item>"
+                                          "<item><name>i2</name></item></top>";
+    ds::ChangeSet cs;
+    cs.origin = ds::Origin::Edit;
+    auto deletion = [&](const std::string& path, const std::string& xml) {
+        ds::Change c;
+        c.op = ds::ChangeOp::Delete;
+        c.path = path;
+        c.schema = lys_find_path(context(), nullptr, "/edit-test:top/item", 0);
+        if (path.find("/sub") != std::string::npos) {
+            c.schema = lys_find_path(context(), nullptr, "/edit-test:top/item/sub", 0);
+        }
+        c.oldTree = subtreeOf(xml, path);
+        return c;
+    };
+    cs.changes.push_back(deletion("/edit-test:top/item[name='i1']/sub[k='1']", top));
+    cs.changes.push_back(deletion("/edit-test:top/item[name='i1']", afterChild));
+    cs.changes.push_back(deletion("/edit-test:top/item[name='i2']", afterChild));
+    const history::Row row = history::decode(history::encode(cs, 1));
+    ASSERT_EQ(row.undo.size(), 3u);
+    EXPECT_TRUE(row.undo[0].subtree && row.undo[0].oldTree.empty()) << "in the shared document";
+    EXPECT_TRUE(row.undo[1].subtree && !row.undo[1].oldTree.empty()) << "a document of its own";
+    EXPECT_TRUE(row.undo[2].subtree && row.undo[2].oldTree.empty()) << "in the shared document";
+    EXPECT_FALSE(row.oldSubtrees.empty());
+
+    Tree forest =
+        parseData(context(), kTop + "<name>n</name></top>", LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    history::invert(context(), forest, row);
+    const Tree expected = parseData(context(), top.substr(0, top.size() - 6) + "<name>n</name></top>",
+                                    LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+    EXPECT_EQ(canonical(forest.get()), canonical(expected.get()));
 }
 
 TEST_F(HistoryTest, RollingBackToAnyCommitGivesItsExactState) {
