@@ -517,11 +517,14 @@ History::History(ds::Store& store, const ly_ctx* ctx, Options options)
     trimThrough_ = retain();
     NCS_LOG(info) << "commit history: " << index_.size() << " commits, " << bytes_ << " bytes (keeps at most "
                   << options_.maxCommits << " commits, " << options_.maxBytes << " bytes)";
+    // The listener first: every entry the hook adds then has a change set it will hear of.
+    store_.addListener(*this);
     store_.addJournal(kJournal, [this](const ds::ChangeSet& changes) { return hook(changes); });
     trimmer_ = std::thread([this] { trimLoop(); });
 }
 
 History::~History() {
+    store_.removeListener(*this);
     // The store outlives this object: its hook must not call into it any more.
     store_.addJournal(kJournal, [](const ds::ChangeSet&) { return std::vector<std::string>{}; });
     {
@@ -560,6 +563,7 @@ std::vector<std::string> History::hook(const ds::ChangeSet& changes) {
     {
         std::lock_guard lock(mutex_);
         bytes_ += e.bytes;
+        pending_.insert(e.id);
         index_.push_back(std::move(e));
         if (const std::uint64_t through = retain(); through > trimThrough_) {
             trimThrough_ = through;
@@ -571,11 +575,40 @@ std::vector<std::string> History::hook(const ds::ChangeSet& changes) {
     return rows;
 }
 
+void History::changed(const ds::ChangeSet& changes) {
+    std::lock_guard lock(mutex_);
+    if (pending_.empty()) {
+        return;
+    }
+    pending_.erase(changes.commitId); // durable (a change set without a history row: no-op)
+    // Published in commit order: what is still pending below this one never became durable.
+    for (auto it = pending_.begin(); it != pending_.end() && *it < changes.commitId;) {
+        const std::uint64_t ghost = *it;
+        it = pending_.erase(it);
+        const auto e =
+            std::find_if(index_.begin(), index_.end(), [&](const Entry& x) { return x.id == ghost; });
+        if (e != index_.end()) {
+            NCS_LOG(warning) << "commit history: commit " << ghost
+                             << " failed (its transaction did not commit)";
+            bytes_ -= e->bytes;
+            index_.erase(e);
+        }
+    }
+}
+
+void History::lost(std::uint64_t through) {
+    // Change sets up to `through` were dropped for this listener: which of them were durable is
+    // unknown here; they stay listed (a failed one is not in the file, see stateAfter()).
+    std::lock_guard lock(mutex_);
+    pending_.erase(pending_.begin(), pending_.upper_bound(through));
+}
+
 std::uint64_t History::retain() {
     std::uint64_t through = 0;
     while (index_.size() > 1 && (index_.size() > options_.maxCommits || bytes_ > options_.maxBytes)) {
         through = index_.front().id;
         bytes_ -= index_.front().bytes;
+        pending_.erase(through);
         index_.pop_front();
     }
     return through;

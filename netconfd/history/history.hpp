@@ -31,8 +31,9 @@
 //    longer decodes under the current models (a module removed or changed), or an inversion
 //    that no longer applies, fails the rollback with the commit and path named; nothing is
 //    written. After a failed transaction (datastore rule 7: disk full, I/O error) the index may
-//    list the commits that failed until the next start (their rows are not in the file;
-//    stateAfter() reads the file and is not misled).
+//    list the commits that failed until the next change set is published (the index's entries
+//    are confirmed by the store's listener; their rows are not in the file, and stateAfter()
+//    reads the file and is not misled meanwhile).
 #pragma once
 
 #include "ncstore/changes.hpp"
@@ -44,6 +45,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -109,12 +111,12 @@ Row decode(std::string_view data, bool headerOnly = false);
 /// change that does not apply or does not decode under `ctx`.
 void invert(const ly_ctx* ctx, Tree& forest, const Row& row);
 
-class History {
+class History final : private ds::ChangeListener {
 public:
     /// Reads the journal into the index (applying retention), then registers the hook: before
     /// any write of the server. Throws when the journal cannot be read.
     History(ds::Store& store, const ly_ctx* ctx, Options options);
-    ~History(); ///< unregisters the hook, stops the trimming thread
+    ~History() override; ///< unregisters the hook and the listener, stops the trimming thread
     History(const History&) = delete;
     History& operator=(const History&) = delete;
 
@@ -131,6 +133,9 @@ public:
 
 private:
     std::vector<std::string> hook(const ds::ChangeSet& changes);
+    // ds::ChangeListener: durable change sets, in commit order (the index's entries confirmed).
+    void changed(const ds::ChangeSet& changes) override;
+    void lost(std::uint64_t through) override;
     /// Drops the oldest entries past the limits; returns the last id dropped (0: none). Under mutex_.
     std::uint64_t retain();
     void trimLoop();
@@ -141,6 +146,10 @@ private:
 
     mutable std::mutex mutex_; // guards everything below
     std::deque<Entry> index_;
+    // Entries the hook added whose change set was not published yet (not known durable). The
+    // store publishes every durable change set in commit order: one still pending when a later
+    // one arrives was in a transaction that failed (datastore rule 7) and leaves the index.
+    std::set<std::uint64_t> pending_;
     std::uint64_t bytes_ = 0;       // of the rows in index_
     std::uint64_t trimThrough_ = 0; // the journal's rows up to here may go
     std::uint64_t trimmed_ = 0;     // ... and up to here they went

@@ -5,6 +5,7 @@
 #include "history.hpp"
 
 #include "editcontent.hpp"
+#include "faulty_vfs.hpp"
 
 #include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
@@ -487,6 +488,39 @@ TEST_F(HistoryTest, OnlyRunningIsRecorded) {
     ASSERT_EQ(history_->entries().size(), 1u);
     EXPECT_EQ(history_->entries().front().origin, ds::Origin::Copy);
     EXPECT_EQ(rows().size(), 1u);
+}
+
+/// The store's SQLite writes fail on demand (tests/datastore/faulty_vfs.hpp): installed before
+/// the fixture opens the store.
+class HistoryFaultTest : public HistoryTest {
+protected:
+    ::ncstore::test::FaultyVfs vfs_;
+};
+
+TEST_F(HistoryFaultTest, ACommitWhoseTransactionFailedLeavesTheListing) {
+    const std::uint64_t a = edit(kTop + "<name>a</name></top>");
+    const std::string afterA = running();
+    vfs_.failWrites(1);
+    EXPECT_THROW(edit(kTop + "<name>doomed</name></top>"), ds::Error);
+    vfs_.heal();
+    const std::uint64_t b = edit(kTop + "<name>b</name></top>");
+    auto ids = [&] {
+        std::vector<std::uint64_t> out;
+        for (const auto& e : history_->entries()) {
+            out.push_back(e.id);
+        }
+        return out;
+    };
+    // The failed commit's entry goes once a later change set is published (off the commit path).
+    for (int i = 0; i < 300 && ids().size() != 2; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(ids(), (std::vector<std::uint64_t>{a, b}));
+    EXPECT_EQ(rows().size(), 2u);
+    EXPECT_EQ(stateAfter(a), afterA);
+    // A restart lists the same.
+    open();
+    EXPECT_EQ(ids(), (std::vector<std::uint64_t>{a, b}));
 }
 
 } // namespace
