@@ -7,8 +7,8 @@
 //    (ncstore/datastore.hpp, Store::addJournal), so the row of a change set of running is in the
 //    same SQLite transaction as the change. An acknowledged commit is in the history, after a
 //    restart or a kill -9 too; a commit that never became durable is not in the journal. Every
-//    origin counts: edit-config, copy-config, delete-config's empties, commit from candidate, the
-//    rollback of a confirmed commit, a rollback.
+//    origin counts: edit-config, copy-config, commit from candidate, the rollback of a confirmed
+//    commit, a rollback, the server's own writes (the NACM defaults of a first start).
 //  - Bytes proportional to the change (a row holds, per change, its operation, its path and
 //    only what was there before): a Create costs its path, an Update its old value, a Delete
 //    its old value or old subtree, a Move or the Delete of an ordered-by-user instance also its
@@ -23,14 +23,16 @@
 //    alone until the next one). Applied at start too, when the options shrank.
 //  - Rollback to N (stateAfter()): running as it was right after commit N is running now with
 //    the rows of every later commit inverted, newest commit first and, within a commit, last
-//    change first (changes.hpp promise 2 makes that exact, list order included). Only commits
-//    still in the index can be rolled back to. The server writes the result as ONE new commit
+//    change first (changes.hpp promise 2 makes that exact, ordered-by-user order included; the
+//    order of system-ordered entries is not configuration: a re-created one comes after its
+//    siblings). Only commits still in the index can be rolled back to. The server writes the result as ONE new commit
 //    of running by the requesting user, validated and checked like a copy-config.
 //  - Known limits: stateAfter() works on a copy of running, so its cost is proportional to the
 //    size of running, not only to what is undone (issue 14 wants the latter). A row that no
 //    longer decodes under the current models (a module removed or changed), or an inversion
 //    that no longer applies, fails the rollback with the commit and path named; nothing is
-//    written. After a failed transaction (datastore rule 7: disk full, I/O error) the index may
+//    written. An ordered-by-user instance that validation removed (a `when` turned false) has no
+//    old position (changes.hpp): undoing that puts it last in its list. After a failed transaction (datastore rule 7: disk full, I/O error) the index may
 //    list the commits that failed until the next change set is published (the index's entries
 //    are confirmed by the store's listener; their rows are not in the file, and stateAfter()
 //    reads the file and is not misled meanwhile).
