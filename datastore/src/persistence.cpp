@@ -57,8 +57,8 @@ int run(SQLite::Statement& statement) {
 
 } // namespace
 
-Persistence::Persistence(const std::filesystem::path& file, Durability durability,
-                         std::uint64_t maxWalBytes) try
+Persistence::Persistence(const std::filesystem::path& file, Durability durability, std::uint64_t maxWalBytes,
+                         std::uint64_t cacheBytes) try
     : file_(privateDatabase(file)), db_(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
     db_.exec("PRAGMA journal_mode=WAL");
     // A WAL started again is cut back to this size (SQLite otherwise keeps its largest size).
@@ -67,8 +67,8 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
     db_.exec("PRAGMA busy_timeout=5000");
     pageSize_ = static_cast<std::uint64_t>(db_.execAndGet("PRAGMA page_size").getInt64());
     db_.exec(synchronousPragma(durability));
-    // Records are a few KB; bigger pages keep a device in one or two pages.
-    db_.exec("PRAGMA cache_size=-65536");
+    // A negative cache_size is in KiB, whatever the page size.
+    db_.exec("PRAGMA cache_size=-" + std::to_string(std::max<std::uint64_t>(cacheBytes / 1024, 1)));
     db_.exec("PRAGMA temp_store=MEMORY");
     db_.exec("PRAGMA wal_autocheckpoint=0"); // the writer checkpoints between transactions
     // After the pragma above, which is itself a WAL hook and would replace this one.

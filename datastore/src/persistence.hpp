@@ -50,7 +50,7 @@ public:
     /// Opens or creates the file, applies the durability pragmas, creates or migrates the schema.
     /// Throws Error(OperationFailed) naming the file on any problem.
     Persistence(const std::filesystem::path& file, Durability durability,
-                std::uint64_t maxWalBytes = 64u * 1024 * 1024);
+                std::uint64_t maxWalBytes = 64u * 1024 * 1024, std::uint64_t cacheBytes = 64u * 1024 * 1024);
 
     /// Calls fn(path, parent, data) for every record of `ds` in insertion order.
     void load(Datastore ds, const std::function<void(const std::string& path, const std::string& parent,

@@ -38,8 +38,8 @@ class StoreImpl {
 public:
     StoreImpl(const ly_ctx* ctx, const StoreOptions& options)
         : ctx_(ctx), options_(options), loader_(ctx, options.file, options.verifyOnOpen) {
-        auto persistence =
-            std::make_unique<detail::Persistence>(options.file, options.durability, options.maxWalBytes);
+        auto persistence = std::make_unique<detail::Persistence>(options.file, options.durability,
+                                                                 options.maxWalBytes, options.cacheBytes);
         install(loader_.load(*persistence));
         appliedSeq_ = persistence->lastCommitId();
         writer_ = std::make_unique<detail::Writer>(

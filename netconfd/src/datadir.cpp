@@ -14,6 +14,7 @@ ds::StoreOptions storeOptions(const ServerConfig& config) {
     ds::StoreOptions options;
     options.file = config.dataDir / "ncstore.db";
     options.durability = ds::parseDurability(config.durability);
+    options.cacheBytes = config.sqliteCacheMb << 20;
     return options;
 }
 

@@ -25,6 +25,8 @@ po::options_description fileOptions(ServerConfig& c) {
         ("yang-search-dir", po::value<std::vector<std::string>>()->composing(),
             "search this directory for imported modules only (repeatable)")
         ("no-default-models", po::bool_switch(), "do not load ietf-interfaces, iana-if-type and the bundled Open ROADM models")
+        ("sqlite-cache-mb", po::value<std::uint64_t>(&c.sqliteCacheMb)->default_value(c.sqliteCacheMb),
+            "MiB of SQLite page cache for the writer (reads never use it); it fills up to this as the file grows")
         ("durability", po::value<std::string>(&c.durability)->default_value(c.durability),
             "full | normal | off: what an acknowledged write survives")
         ("log-level", po::value<std::string>(&c.logLevel)->default_value(c.logLevel),
@@ -170,6 +172,9 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (c.historyMaxCommits == 0 || c.historyMaxBytes < 4096) {
         throw OptionsError("--history-max-commits must be at least 1, --history-max-bytes at least 4096");
+    }
+    if (c.sqliteCacheMb == 0 || c.sqliteCacheMb > (1u << 20)) {
+        throw OptionsError("--sqlite-cache-mb must be 1..1048576");
     }
     if (c.maxStartups == 0) {
         throw OptionsError("--max-startups must be at least 1");

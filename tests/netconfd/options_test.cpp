@@ -28,6 +28,13 @@ TEST(Options, Defaults) {
     EXPECT_TRUE(cmd.config.portFile.empty());
     EXPECT_EQ(cmd.config.historyMaxCommits, 1000u);
     EXPECT_EQ(cmd.config.historyMaxBytes, 64u * 1024 * 1024);
+    EXPECT_EQ(cmd.config.sqliteCacheMb, 64u);
+}
+
+TEST(Options, SqliteCache) {
+    EXPECT_EQ(parse({"--sqlite-cache-mb", "8"}).config.sqliteCacheMb, 8u);
+    EXPECT_THROW(parse({"--sqlite-cache-mb", "0"}), OptionsError);
+    EXPECT_THROW(parse({"--sqlite-cache-mb", "lots"}), OptionsError);
 }
 
 TEST(Options, CommitHistoryRetention) {
