@@ -270,6 +270,18 @@ class RawSession:
             self.transport.close()
 
 
+def run_client(server, schema_dir, *args, timeout=120):
+    """ncstore-client, the project's libnetconf2 client ($NCSTORE_CLIENT), run once against
+    `server` with `args`; asserts it succeeded and returns what it printed."""
+    client = os.environ.get("NCSTORE_CLIENT")
+    assert client and os.access(client, os.X_OK), "NCSTORE_CLIENT must name ncstore-client"
+    out = subprocess.run([client, "--port", str(server.port), "--user", USER, "--password", PASSWORD,
+                          "--schema-dir", str(schema_dir)] + list(args),
+                         capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
 def error_tags(reply):
     return re.findall(r"<(?:\w+:)?error-tag>([^<]*)</(?:\w+:)?error-tag>", reply)
 

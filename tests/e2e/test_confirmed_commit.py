@@ -231,19 +231,10 @@ def test_kill_9_while_pending_restores_at_restart():
 def test_ncstore_client_confirmed_commit_and_cancel(server, m, tmp_path):
     """The project's libnetconf2 client: commit --confirmed --persist, then cancel-commit from a
     second invocation (another session) with the token."""
-    import os
-    import subprocess
     import ncserver
 
-    client = os.environ.get("NCSTORE_CLIENT")
-    assert client and os.access(client, os.X_OK), "NCSTORE_CLIENT must name ncstore-client"
-
     def run(*args):
-        out = subprocess.run([client, "--port", str(server.port), "--user", ncserver.USER,
-                              "--password", ncserver.PASSWORD, "--schema-dir", str(tmp_path / "schemas")]
-                             + list(args), capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stdout + out.stderr
-        return out.stdout
+        return ncserver.run_client(server, tmp_path / "schemas", *args)
 
     before = prepare(m)
     m.edit_config(target="candidate", config=config(iface("cl0")))

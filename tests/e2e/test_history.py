@@ -249,20 +249,11 @@ def test_history_survives_a_restart_and_a_kill(small_server):
 def test_ncstore_client_history_and_rollback(server, m, tmp_path):
     """The project's libnetconf2 client: `history` lists the commits, `rollback --id --comment`
     goes back and prints the new commit's id."""
-    import os
     import re
-    import subprocess
     import ncserver
 
-    client = os.environ.get("NCSTORE_CLIENT")
-    assert client and os.access(client, os.X_OK), "NCSTORE_CLIENT must name ncstore-client"
-
     def run(*args):
-        out = subprocess.run([client, "--port", str(server.port), "--user", ncserver.USER,
-                              "--password", ncserver.PASSWORD, "--schema-dir", str(tmp_path / "schemas")]
-                             + list(args), capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stdout + out.stderr
-        return out.stdout
+        return ncserver.run_client(server, tmp_path / "schemas", *args)
 
     edit(m, config(iface("cli0")), comment="cli base")
     target = last_id(m)
