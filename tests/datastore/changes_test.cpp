@@ -2,6 +2,7 @@
 // in order to a copy of the datastore (a mirror, as a YANG-Push receiver keeps one) gives the
 // datastore's content after every write, for edits, replace, copy, clear and commit; delivered
 // in commit order, exactly once, off the commit path, and only built when someone listens.
+#include "edit_test_context.hpp"
 #include "syncpoint.hpp"
 #include "test_support.hpp"
 
@@ -19,6 +20,7 @@
 
 using namespace ncstore;
 using namespace ncstore::ds;
+using ncstore::test::editTestContext;
 using ncstore::test::interfacesXml;
 using ncstore::test::parseEdit;
 
@@ -27,23 +29,6 @@ namespace {
 const std::string kTop =
     "<top xmlns=\"urn:ncstore:edit-test\" xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" "
     "xmlns:yang=\"urn:ietf:params:xml:ns:yang:1\">";
-
-Context editTestContext() {
-    ly_ctx* raw = nullptr;
-    if (ly_ctx_new(NCSTORE_EDIT_TEST_YANG_DIR, LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw) !=
-        LY_SUCCESS) {
-        throw std::runtime_error("ly_ctx_new failed");
-    }
-    Context ctx{raw};
-    ly_ctx_set_searchdir(raw, NCSTORE_IETF_YANG_DIR);
-    const char* all[] = {"*", nullptr};
-    for (const char* name : {"ietf-netconf", "ietf-interfaces", "iana-if-type", "edit-test"}) {
-        if (!ly_ctx_load_module(raw, name, nullptr, all)) {
-            throw YangError(std::string("cannot load ") + name, raw);
-        }
-    }
-    return ctx;
-}
 
 lyd_node* findPath(const Tree& tree, const std::string& path) {
     lyd_node* found = nullptr;
@@ -218,12 +203,15 @@ void apply(const ly_ctx* ctx, Tree& tree, const Change& c) {
 /// commit history's undo, changes.hpp promise 2).
 class Mirror : public ChangeListener {
 public:
-    Mirror(const ly_ctx* ctx, Store& store) : ctx_(ctx) {
+    Mirror(const ly_ctx* ctx, Store& store) : ctx_(ctx), store_(store) {
         for (Datastore ds : {Datastore::Running, Datastore::Startup}) {
             store.read(ds, [&](const lyd_node* t) { copies_[ds] = canonicalCopy(t); });
         }
         after_ = store.addListener(*this);
     }
+    // A test that stops early (a failed ASSERT) leaves the store's publisher running: it must not
+    // deliver to a destroyed mirror.
+    ~Mirror() override { store_.removeListener(*this); }
 
     void changed(const ChangeSet& cs) override {
         std::lock_guard lock(mutex_);
@@ -261,10 +249,13 @@ public:
         lostThrough_ = through;
     }
 
-    /// Waits until the change set of commit `id` (or a later one) arrived.
+    /// Waits until the change set of commit `id` (or a later one) arrived. Each change set is
+    /// applied and inverted on whole copies (slow under a sanitizer on a busy machine): the
+    /// bound only keeps a lost change set from hanging the test, and says so.
     void waitFor(std::uint64_t id) {
         std::unique_lock lock(mutex_);
-        changed_.wait_for(lock, std::chrono::seconds(20), [&] { return lastId_ >= id; });
+        EXPECT_TRUE(changed_.wait_for(lock, std::chrono::seconds(300), [&] { return lastId_ >= id; }))
+            << "commit " << id << " not delivered within 300 s (last delivered: " << lastId_ << ")";
     }
     std::string copy(Datastore ds) {
         std::lock_guard lock(mutex_);
@@ -301,6 +292,7 @@ public:
     }
 
     const ly_ctx* ctx_;
+    Store& store_;
     std::uint64_t after_ = 0;
     std::mutex mutex_;
     std::condition_variable changed_;

@@ -52,11 +52,12 @@ Child spawn(const std::vector<std::string>& args) {
     return {pid, fds[0]};
 }
 
-/// Reads the child's output for about `ms` milliseconds (or until it exits).
-std::string readFor(int fd, int ms) {
+/// Reads the child's output for about `ms` milliseconds (or until it exits, or until `until`
+/// appears in what was read when one is given).
+std::string readFor(int fd, int ms, const char* until = nullptr) {
     std::string out;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < deadline) {
+    while (std::chrono::steady_clock::now() < deadline && !(until && out.find(until) != std::string::npos)) {
         fd_set set;
         FD_ZERO(&set);
         FD_SET(fd, &set);
@@ -117,7 +118,11 @@ TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
     std::uint64_t lastCommitId = 0;
     for (int cycle = 0; cycle < cycles; ++cycle) {
         Child c = spawn({NCSTORE_CRASH_DRIVER, "commit", db.string(), "4", "c" + std::to_string(cycle)});
-        std::string out = readFor(c.out, 20 + static_cast<int>(rng() % 200));
+        // Odd cycles kill 20-220 ms after the start, possibly while the store opens and recovers;
+        // even ones 20-220 ms after the driver is ready, so that some cycles commit even where
+        // the start-up alone takes longer than that (a sanitizer build on a busy machine).
+        std::string out = cycle % 2 == 0 ? readFor(c.out, 60000, "READY\n") : std::string();
+        out += readFor(c.out, 20 + static_cast<int>(rng() % 200));
         kill(c.pid, SIGKILL);
         out += readFor(c.out, 0);
         close(c.out);

@@ -4,6 +4,7 @@
 // is in tests/e2e/test_history.py.
 #include "history.hpp"
 
+#include "edit_test_context.hpp"
 #include "editcontent.hpp"
 #include "faulty_vfs.hpp"
 
@@ -29,22 +30,7 @@ const std::string kTop =
     "xmlns:yang=\"urn:ietf:params:xml:ns:yang:1\">";
 
 const ly_ctx* context() {
-    static const Context ctx = [] {
-        ly_ctx* raw = nullptr;
-        if (ly_ctx_new(NCSTORE_EDIT_TEST_YANG_DIR, LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD,
-                       &raw) != LY_SUCCESS) {
-            throw std::runtime_error("ly_ctx_new failed");
-        }
-        Context c{raw};
-        ly_ctx_set_searchdir(raw, NCSTORE_IETF_YANG_DIR);
-        const char* all[] = {"*", nullptr};
-        for (const char* name : {"ietf-netconf", "ietf-interfaces", "iana-if-type", "edit-test"}) {
-            if (!ly_ctx_load_module(raw, name, nullptr, all)) {
-                throw YangError(std::string("cannot load ") + name, raw);
-            }
-        }
-        return c;
-    }();
+    static const Context ctx = ncstore::test::editTestContext();
     return ctx.get();
 }
 
