@@ -2,6 +2,7 @@
 // in order to a copy of the datastore (a mirror, as a YANG-Push receiver keeps one) gives the
 // datastore's content after every write, for edits, replace, copy, clear and commit; delivered
 // in commit order, exactly once, off the commit path, and only built when someone listens.
+#include "canonical.hpp"
 #include "edit_test_context.hpp"
 #include "syncpoint.hpp"
 #include "test_support.hpp"
@@ -20,6 +21,7 @@
 
 using namespace ncstore;
 using namespace ncstore::ds;
+using ncstore::test::canonical;
 using ncstore::test::editTestContext;
 using ncstore::test::interfacesXml;
 using ncstore::test::parseEdit;
@@ -36,41 +38,6 @@ lyd_node* findPath(const Tree& tree, const std::string& path) {
         return nullptr;
     }
     return found;
-}
-
-/// What a datastore holds, order of system-ordered entries aside: one line per explicit node
-/// (terminals with their value), and the order of every ordered-by-user (leaf-)list.
-std::string canonical(const lyd_node* forest) {
-    std::vector<std::string> lines;
-    for (const lyd_node* top = forest; top; top = top->next) {
-        const lyd_node* elem = nullptr;
-        LYD_TREE_DFS_BEGIN(top, elem) {
-            if (elem->flags & LYD_DEFAULT) {
-                LYD_TREE_DFS_continue = 1;
-            } else {
-                std::string line = pathOf(elem);
-                if (elem->schema->nodetype & LYD_NODE_TERM) {
-                    line += " = " + std::string(lyd_get_value(elem));
-                } else if (elem->schema->nodetype & LYD_NODE_ANY) {
-                    line += " = " + print(elem, LYD_XML, LYD_PRINT_SHRINK);
-                }
-                if (lysc_is_userordered(elem->schema) &&
-                    (!elem->prev->next || elem->prev->schema != elem->schema)) {
-                    line += " (first)";
-                } else if (lysc_is_userordered(elem->schema)) {
-                    line += " (after " + pathOf(elem->prev) + ")";
-                }
-                lines.push_back(std::move(line));
-            }
-            LYD_TREE_DFS_END(top, elem);
-        }
-    }
-    std::sort(lines.begin(), lines.end());
-    std::string out;
-    for (const auto& l : lines) {
-        out += l + "\n";
-    }
-    return out;
 }
 
 void place(Tree& tree, lyd_node* node, const std::optional<Position>& position) {

@@ -4,6 +4,7 @@
 // is in tests/e2e/test_history.py.
 #include "history.hpp"
 
+#include "canonical.hpp"
 #include "edit_test_context.hpp"
 #include "editcontent.hpp"
 #include "faulty_vfs.hpp"
@@ -24,6 +25,7 @@ namespace ncstore::netconfd::test {
 namespace {
 
 using history::History;
+using ncstore::test::canonical;
 
 const std::string kTop =
     "<top xmlns=\"urn:ncstore:edit-test\" xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" "
@@ -43,38 +45,6 @@ std::string interfaces(const std::string& inner) {
 
 std::string interface(const std::string& name, const std::string& attrs = "") {
     return "<interface" + attrs + "><name>" + name + "</name><type>ianaift:ethernetCsmacd</type></interface>";
-}
-
-/// What a datastore holds: one line per explicit node (terminals with their value), sorted, and
-/// for every ordered-by-user instance the instance it follows: the order of system-ordered
-/// entries is not part of a datastore's content, the order of ordered-by-user ones is.
-std::string canonical(const lyd_node* forest) {
-    std::vector<std::string> lines;
-    for (const lyd_node* top = forest ? lyd_first_sibling(forest) : nullptr; top; top = top->next) {
-        const lyd_node* elem = nullptr;
-        LYD_TREE_DFS_BEGIN(top, elem) {
-            if (elem->flags & LYD_DEFAULT) {
-                LYD_TREE_DFS_continue = 1;
-            } else {
-                std::string line = pathOf(elem);
-                if (elem->schema->nodetype & LYD_NODE_TERM) {
-                    line += " = " + std::string(lyd_get_value(elem));
-                }
-                if (lysc_is_userordered(elem->schema)) {
-                    const bool first = !elem->prev->next || elem->prev->schema != elem->schema;
-                    line += first ? " (first)" : " (after " + pathOf(elem->prev) + ")";
-                }
-                lines.push_back(std::move(line));
-            }
-            LYD_TREE_DFS_END(top, elem);
-        }
-    }
-    std::sort(lines.begin(), lines.end());
-    std::string out;
-    for (const auto& l : lines) {
-        out += l + "\n";
-    }
-    return out;
 }
 
 class HistoryTest : public ::testing::Test {
