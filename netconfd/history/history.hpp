@@ -25,17 +25,17 @@
 //    the rows of every later commit inverted, newest commit first and, within a commit, last
 //    change first (changes.hpp promise 2 makes that exact, ordered-by-user order included; the
 //    order of system-ordered entries is not configuration: a re-created one comes after its
-//    siblings). Only commits still in the index can be rolled back to. The server writes the result as ONE new commit
-//    of running by the requesting user, validated and checked like a copy-config.
+//    siblings). Only commits still in the index can be rolled back to. The server writes the result as ONE
+//    new commit of running by the requesting user, validated and checked like a copy-config.
 //  - Known limits: stateAfter() works on a copy of running, so its cost is proportional to the
 //    size of running, not only to what is undone (issue 14 wants the latter). A row that no
 //    longer decodes under the current models (a module removed or changed), or an inversion
 //    that no longer applies, fails the rollback with the commit and path named; nothing is
 //    written. An ordered-by-user instance that validation removed (a `when` turned false) has no
-//    old position (changes.hpp): undoing that puts it last in its list. After a failed transaction (datastore rule 7: disk full, I/O error) the index may
-//    list the commits that failed until the next change set is published (the index's entries
-//    are confirmed by the store's listener; their rows are not in the file, and stateAfter()
-//    reads the file and is not misled meanwhile).
+//    old position (changes.hpp): undoing that puts it last in its list. After a failed transaction (datastore
+//    rule 7: disk full, I/O error) the index may list the commits that failed until the next change set is
+//    published (the index's entries are confirmed by the store's listener; their rows are not in the file,
+//    and stateAfter() reads the file and is not misled meanwhile).
 #pragma once
 
 #include "ncstore/changes.hpp"
