@@ -1,10 +1,10 @@
 // State data for <get>: ietf-netconf-monitoring (RFC 6022), ietf-yang-library (RFC 8525,
 // with the RFC 7895 modules-state that older clients read module-set-id from), the NACM
 // counters (RFC 8341) and the commit history (ncstore-commits).
+#include "events.hpp"
 #include "server.hpp"
 #include "session.hpp"
 
-#include <cstdio>
 #include <ctime>
 
 namespace ncstore::netconfd {
@@ -61,17 +61,6 @@ private:
     Tree root_;
 };
 
-/// yang:date-and-time with microseconds, UTC.
-std::string isoTimeUs(std::int64_t us) {
-    const std::time_t tt = static_cast<std::time_t>(us / 1000000);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[48];
-    const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(buf + n, sizeof buf - n, ".%06lldZ", static_cast<long long>(us % 1000000));
-    return buf;
-}
-
 /// /ncstore-commits:commits: one entry per commit the history keeps, oldest first.
 Tree commitsState(const ly_ctx* ctx, const std::vector<history::Entry>& entries) {
     const lys_module* module = ly_ctx_get_module_implemented(ctx, "ncstore-commits");
@@ -94,7 +83,8 @@ Tree commitsState(const ly_ctx* ctx, const std::vector<history::Entry>& entries)
                 throw YangError(std::string("cannot build the ") + name + " of commit " + id, ctx);
             }
         };
-        leaf("time", isoTimeUs(e.timeUs));
+        leaf("time",
+             notify::dateAndTime(std::chrono::system_clock::time_point(std::chrono::microseconds(e.timeUs))));
         leaf("user", e.user);
         leaf("session-id", std::to_string(e.session));
         if (!e.host.empty()) {
