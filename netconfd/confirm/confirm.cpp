@@ -1,9 +1,9 @@
 #include "confirm.hpp"
 
 #include "ncstore/changes.hpp"
+#include "ncstore/fields.hpp"
 #include "ncstore/log.hpp"
 
-#include <charconv>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -15,36 +15,9 @@ namespace {
 constexpr std::string_view kPending = "pending\n";
 constexpr std::string_view kEnded = "ended\n";
 
-/// Length-prefixed fields ("<n>:<n bytes>"): any byte may occur in a token or the LYB data.
-void putField(std::string& out, std::string_view value) {
-    out += std::to_string(value.size());
-    out += ':';
-    out += value;
-}
-
-std::optional<std::string_view> takeField(std::string_view& in) {
-    const auto colon = in.find(':');
-    if (colon == std::string_view::npos) {
-        return std::nullopt;
-    }
-    std::size_t n = 0;
-    const auto [end, ec] = std::from_chars(in.data(), in.data() + colon, n);
-    if (ec != std::errc{} || end != in.data() + colon || in.size() - colon - 1 < n) {
-        return std::nullopt;
-    }
-    const std::string_view value = in.substr(colon + 1, n);
-    in.remove_prefix(colon + 1 + n);
-    return value;
-}
-
-template <class T> std::optional<T> number(std::string_view text) {
-    T value{};
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) {
-        return std::nullopt;
-    }
-    return value;
-}
+using fields::number;
+using fields::put;
+using fields::take;
 
 } // namespace
 
@@ -69,13 +42,13 @@ ConfirmedCommit::ConfirmedCommit(ds::Store& store, const ly_ctx* ctx, RestoreFn 
 
 std::string ConfirmedCommit::encode(const Pending& p) {
     std::string out(kPending);
-    putField(out, std::to_string(p.session));
-    putField(out, p.user);
-    putField(out, p.host);
-    putField(out, p.persist ? "1" : "0");
-    putField(out, p.persist.value_or(""));
-    putField(out, std::to_string(p.timeout));
-    putField(out, p.rollbackPoint);
+    put(out, std::to_string(p.session));
+    put(out, p.user);
+    put(out, p.host);
+    put(out, p.persist ? "1" : "0");
+    put(out, p.persist.value_or(""));
+    put(out, std::to_string(p.timeout));
+    put(out, p.rollbackPoint);
     return out;
 }
 
@@ -87,7 +60,7 @@ std::optional<ConfirmedCommit::Pending> ConfirmedCommit::decode(const std::strin
     in.remove_prefix(kPending.size());
     std::vector<std::string_view> f;
     for (int i = 0; i < 7; ++i) {
-        auto field = takeField(in);
+        auto field = take(in);
         if (!field) {
             throw std::runtime_error("the confirmed-commit journal holds a damaged row");
         }

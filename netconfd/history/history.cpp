@@ -1,9 +1,9 @@
 #include "history.hpp"
 
+#include "ncstore/fields.hpp"
 #include "ncstore/log.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <utility>
 
@@ -11,35 +11,21 @@ namespace ncstore::netconfd::history {
 
 namespace {
 
-/// Length-prefixed fields ("<n>:<n bytes>"), as the confirmed-commit journal writes them: any
-/// byte may occur in a value, a comment or the LYB data.
-void putField(std::string& out, std::string_view value) {
-    out += std::to_string(value.size());
-    out += ':';
-    out += value;
-}
+using fields::put;
 
+/// The next field of a row (ncstore/fields.hpp); throws on a damaged row.
 std::string_view takeField(std::string_view& in) {
-    const auto colon = in.find(':');
-    std::size_t n = 0;
-    if (colon != std::string_view::npos) {
-        const auto [end, ec] = std::from_chars(in.data(), in.data() + colon, n);
-        if (ec == std::errc{} && end == in.data() + colon && in.size() - colon - 1 >= n) {
-            const std::string_view value = in.substr(colon + 1, n);
-            in.remove_prefix(colon + 1 + n);
-            return value;
-        }
+    if (const auto value = fields::take(in)) {
+        return *value;
     }
     throw std::runtime_error("a damaged history row");
 }
 
 template <class T> T number(std::string_view text) {
-    T value{};
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) {
-        throw std::runtime_error("a damaged history row (a number)");
+    if (const auto value = fields::number<T>(text)) {
+        return *value;
     }
-    return value;
+    throw std::runtime_error("a damaged history row (a number)");
 }
 
 // The operation codes of a row: one byte each.
@@ -367,13 +353,13 @@ std::int64_t nowUs() {
 
 std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
     std::string out(1, static_cast<char>(kRowVersion));
-    putField(out, std::to_string(timeUs));
-    putField(out, std::to_string(changes.session));
-    putField(out, changes.user);
-    putField(out, changes.host);
-    putField(out, ds::toString(changes.origin));
-    putField(out, changes.comment);
-    putField(out, std::to_string(changes.changes.size()));
+    put(out, std::to_string(timeUs));
+    put(out, std::to_string(changes.session));
+    put(out, changes.user);
+    put(out, changes.host);
+    put(out, ds::toString(changes.origin));
+    put(out, changes.comment);
+    put(out, std::to_string(changes.changes.size()));
     OldSubtrees shared; // the old subtrees of the row, but those that need a document of their own
     for (const ds::Change& c : changes.changes) {
         char op = kCreate;
@@ -402,12 +388,12 @@ std::string encode(const ds::ChangeSet& changes, std::int64_t timeUs) {
             op = kMove;
             break;
         }
-        putField(out, std::string_view(&op, 1));
-        putField(out, c.path);
-        putField(out, old);
-        putField(out, position(c.oldPosition));
+        put(out, std::string_view(&op, 1));
+        put(out, c.path);
+        put(out, old);
+        put(out, position(c.oldPosition));
     }
-    putField(out, shared.print());
+    put(out, shared.print());
     return out;
 }
 
