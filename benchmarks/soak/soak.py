@@ -217,12 +217,19 @@ class Worker:
             dev = self.new_device()
             if self.timed("candidate-edit", edit("candidate", device_xml(dev, self.t["create"]))):
                 if self.timed("commit", "<commit/>"):
-                    reply = self.session.call("<get-config><source><running/></source>%s</get-config>"
-                                              % device_xml(dev, self.t["filter"]))
+                    read = "<get-config><source><%s/></source>" + device_xml(dev, self.t["filter"]) + "</get-config>"
+                    reply = self.session.call(read % "running")
                     if dev.encode() in reply:
                         self.mine.append(dev)
                     else:
-                        self.errors.append(f"commit: acknowledged candidate entry {dev} is not in running")
+                        # What a report needs to find the cause: where the entry is, a moment later.
+                        when = time.strftime("%H:%M:%S")
+                        in_candidate = dev.encode() in self.session.call(read % "candidate")
+                        time.sleep(0.5)
+                        later = dev.encode() in self.session.call(read % "running")
+                        self.errors.append(f"commit: acknowledged candidate entry {dev} is not in running "
+                                           f"(session {self.session.id}, {when} UTC; in candidate: "
+                                           f"{in_candidate}; in running 0.5 s later: {later})")
             self.timed("unlock", "<unlock><target><candidate/></target></unlock>")
         self.timed("unlock", "<unlock><target><running/></target></unlock>")
 
@@ -299,7 +306,10 @@ def proc_status(pid):
         for line in f:
             k, _, v = line.partition(":")
             out[k] = v.strip()
-    return int(out["VmRSS"].split()[0]) * 1024, int(out["Threads"])
+    kib = lambda k: int(out.get(k, "0 kB").split()[0]) * 1024
+    # RssAnon is the heap (malloc arenas, SQLite's page cache, thread stacks); RssFile the mapped
+    # libraries and files: telling them apart says which one grows.
+    return kib("VmRSS"), kib("RssAnon"), kib("RssFile"), int(out["Threads"])
 
 
 def percentile(values, p):
@@ -404,12 +414,13 @@ def main():
         except Exception:
             pass
         if time.time() >= next_sample:
-            rss, threads = proc_status(proc.pid)
+            rss, anon, mapped, threads = proc_status(proc.pid)
             devices = len(re.findall(rb"<device-id[ >]", monitor.call(
                 "<get-config><source><running/></source>%s</get-config>" % DEVICE_IDS)))
             fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
             secs = [s for _, s in window]
             row = {"minute": round((time.time() - t_start) / 60, 1), "rss_mb": round(rss / 2**20, 1),
+                   "anon_mb": round(anon / 2**20, 1), "file_mb": round(mapped / 2**20, 1),
                    "devices": devices, "fds": fds, "threads": threads,
                    "wal_mb": round(os.path.getsize(wal) / 2**20, 2) if os.path.exists(wal) else 0.0,
                    "ops": len(window), "ops_per_s": round(len(window) / args.interval, 1),
@@ -483,10 +494,11 @@ def main():
              f"Totals: {totals['ops']} operations, {totals['expected']} expected refusals (lock-denied/in-use), "
              f"{totals['killed']} sessions killed by others (reconnected), {totals['reconnects']} "
              f"close-and-reconnect.", "",
-             "| minute | RSS MB | devices | fds | threads | WAL MB | ops/s | p50 ms | p99 ms | max ms | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| minute | RSS MB | anon MB | file MB | devices | fds | threads | WAL MB | ops/s | p50 ms | p99 ms "
+             "| max ms | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['minute']} | {r['rss_mb']} | {r['devices']} | {r['fds']} | {r['threads']} | {r['wal_mb']} | "
+        lines.append(f"| {r['minute']} | {r['rss_mb']} | {r['anon_mb']} | {r['file_mb']} | {r['devices']} | {r['fds']} | {r['threads']} | {r['wal_mb']} | "
                      f"{r['ops_per_s']} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} | {r['errors']} |")
     lines += ["", "| target | met | measured |", "|---|---|---|"]
     for name, ok, what in verdict:
