@@ -62,10 +62,9 @@ bool appendKeyPredicate(std::string& out, std::string_view key, std::string_view
 }
 
 namespace {
-std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options, bool siblings) {
+std::string printToMemory(const lyd_node* node, LYD_FORMAT format, uint32_t options) {
     char* out = nullptr;
-    LY_ERR rc = siblings ? lyd_print_mem(&out, node, format, options | LYD_PRINT_WITHSIBLINGS)
-                         : lyd_print_mem(&out, node, format, options);
+    const LY_ERR rc = lyd_print_mem(&out, node, format, options);
     CString owned{out};
     if (rc != LY_SUCCESS) {
         throw YangError("printing data failed", node ? LYD_CTX(node) : nullptr);
@@ -74,6 +73,39 @@ std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options,
         return std::string(out, out ? lyd_lyb_data_length(out) : 0);
     }
     return out ? std::string(out) : std::string();
+}
+
+// XML is what replies carry, up to many MB. libyang's memory printer reallocates its buffer to
+// the exact size on every small write, so a large reply is moved again and again and leaves the
+// malloc arenas fragmented long after it is gone (the soak's RSS trend). Printed through a
+// callback into a std::string, the buffer grows geometrically. Siblings one after the other
+// print as LYD_PRINT_WITHSIBLINGS would: each top element declares its own namespaces.
+std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options, bool siblings) {
+    if (format != LYD_XML) {
+        return printToMemory(node, format, siblings ? options | LYD_PRINT_WITHSIBLINGS : options);
+    }
+    if (options & LYD_PRINT_WITHSIBLINGS) {
+        siblings = true;
+        options &= ~static_cast<uint32_t>(LYD_PRINT_WITHSIBLINGS);
+    }
+    std::string text;
+    ly_out* out = nullptr;
+    const ly_write_clb append = [](void* user, const void* buf, size_t count) -> ssize_t {
+        static_cast<std::string*>(user)->append(static_cast<const char*>(buf), count);
+        return static_cast<ssize_t>(count);
+    };
+    if (ly_out_new_clb(append, &text, &out) != LY_SUCCESS) {
+        throw YangError("printing data failed: no printer", node ? LYD_CTX(node) : nullptr);
+    }
+    LY_ERR rc = LY_SUCCESS;
+    for (const lyd_node* n = node; n && rc == LY_SUCCESS; n = siblings ? n->next : nullptr) {
+        rc = lyd_print_tree(out, n, format, options);
+    }
+    ly_out_free(out, nullptr, 0);
+    if (rc != LY_SUCCESS) {
+        throw YangError("printing data failed", LYD_CTX(node));
+    }
+    return text;
 }
 } // namespace
 
