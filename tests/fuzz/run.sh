@@ -68,8 +68,14 @@ long)
     commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
     log=$(dirname "$binary")/long-$target.log
     set +e
-    nice -n 19 "$binary" "${common[@]}" -runs="$runs" -timeout=30 -rss_limit_mb=4096 \
-        "$corpus" "$seeds" >"$log" 2>&1
+    nice -n 19 setsid "$binary" "${common[@]}" -runs="$runs" -timeout=30 -rss_limit_mb=4096 \
+        "$corpus" "$seeds" >"$log" 2>&1 &
+    pid=$!
+    # With autogroup scheduling (Debian's kernels), nice only ranks processes of one session:
+    # against a build started from another terminal the fuzzer would still take a whole core.
+    # In a session of its own with its group at nice 19, it really gets only what is left.
+    echo 19 >"/proc/$pid/autogroup" 2>/dev/null || true
+    wait "$pid"
     status=$?
     set -e
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
