@@ -28,6 +28,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -693,6 +694,13 @@ int main(int argc, char** argv) {
         app.add_subcommand("rollback", "make running what it was right after commit --id, as one new commit");
     rollback->add_option("--id", rollbackId, "the commit to go back to (see history)")->required();
     rollback->add_option("--comment", rollbackComment, "the new commit's comment");
+    std::uint64_t compareFrom = 0;
+    std::optional<std::uint64_t> compareTo;
+    auto* compare = app.add_subcommand(
+        "compare",
+        "what changed from the state after commit --from to the state after --to (default: now), as an edit");
+    compare->add_option("--from", compareFrom, "the commit to start from (see history)")->required();
+    compare->add_option("--to", compareTo, "the commit to arrive at; running now when absent");
     auto* rpc = app.add_subcommand("rpc", "any RPC: the operation element in XML");
     rpc->add_option("file", payloadFile, "RPC XML file (- for stdin)")->required();
     SubscribeOptions subscribe;
@@ -721,6 +729,11 @@ int main(int argc, char** argv) {
                 "</id>" +
                 (rollbackComment.empty() ? "" : "<comment>" + xmlText(rollbackComment) + "</comment>") +
                 "</rollback>";
+        } else if (req.command == "compare") {
+            req.command = "rpc";
+            req.payload = std::string("<compare xmlns=\"") + kCommitsNs + "\"><from>" +
+                          std::to_string(compareFrom) + "</from>" +
+                          (compareTo ? "<to>" + std::to_string(*compareTo) + "</to>" : "") + "</compare>";
         }
         if (!payloadFile.empty()) {
             req.payload = readPayload(payloadFile);

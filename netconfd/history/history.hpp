@@ -113,6 +113,15 @@ Row decode(std::string_view data, bool headerOnly = false);
 /// change that does not apply or does not decode under `ctx`.
 void invert(const ly_ctx* ctx, Tree& forest, const Row& row);
 
+/// What changed from `from` to `to` (two whole states of running, either may be null) as the
+/// content of an edit-config <config> that makes `from` into `to` when applied to it (default
+/// operation merge): created nodes whole with nc:operation="create", deleted ones by their keys
+/// with nc:operation="remove" (a create in another case of a choice may take them away first),
+/// changed leaves with their new value, moves of ordered-by-user
+/// instances with yang:insert; nodes holding their default value are left out. XML, the
+/// namespaces declared on each top element; "" when the two states are the same. Throws YangError.
+std::string editBetween(const ly_ctx* ctx, const lyd_node* from, const lyd_node* to);
+
 class History final : private ds::ChangeListener {
 public:
     /// Reads the journal into the index (applying retention), then registers the hook: before

@@ -32,6 +32,7 @@ void Server::registerOperations() {
     dispatch_.add("ietf-netconf-monitoring", "get-schema", op(&Server::opGetSchema));
     dispatch_.add("notifications", "create-subscription", op(&Server::opCreateSubscription));
     dispatch_.add("ncstore-commits", "rollback", op(&Server::opRollback, true));
+    dispatch_.add("ncstore-commits", "compare", op(&Server::opCompare));
 }
 
 Reply Server::dispatch(ParsedRpc& parsed, Session& s) {

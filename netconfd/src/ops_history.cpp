@@ -1,5 +1,6 @@
-// The commit history's operation (ncstore-commits): rollback to the state right after a commit.
-// The history itself is netconfd/history; its listing is state data (state.cpp).
+// The commit history's operations (ncstore-commits): rollback to the state right after a commit,
+// and compare two states. The history itself is netconfd/history; its listing is state data
+// (state.cpp).
 #include "rpcargs.hpp"
 #include "server.hpp"
 
@@ -7,30 +8,67 @@
 
 namespace ncstore::netconfd {
 
+namespace {
+
+std::uint64_t commitIdOf(const lyd_node* leaf) {
+    return reinterpret_cast<const lyd_node_term*>(leaf)->value.uint64;
+}
+
+Tree copyOf(const lyd_node* tree, const char* why) {
+    lyd_node* copy = nullptr;
+    if (tree &&
+        lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+        throw YangError(why, LYD_CTX(tree));
+    }
+    return Tree{copy};
+}
+
+} // namespace
+
+std::uint64_t Server::copyRunning(Tree& out, const char* why) const {
+    // Every write up to the commit the copy is at is durable (Store::read), so the history rows
+    // of all of them are in the journal.
+    return store_->read(ds::Datastore::Running, [&](const lyd_node* tree) { out = copyOf(tree, why); });
+}
+
+Reply Server::opCompare(Request& r) {
+    const lyd_node* fromNode = rpcargs::child(r.op, "from"); // mandatory: the schema checked it is there
+    if (!fromNode) {
+        throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "compare needs <from>")
+            .withBadElement("from");
+    }
+    const lyd_node* toNode = rpcargs::child(r.op, "to");
+    constexpr const char* why = "copying running for a comparison";
+    Tree running;
+    const std::uint64_t runningId = copyRunning(running, why);
+    Tree from = history_->stateAfter(commitIdOf(fromNode), copyOf(running.get(), why), runningId);
+    Tree to =
+        toNode ? history_->stateAfter(commitIdOf(toNode), std::move(running), runningId) : std::move(running);
+    if (r.access) {
+        // Only what the user may read is compared (RFC 8341 3.4.5: left out silently).
+        r.access->pruneUnreadable(from);
+        r.access->pruneUnreadable(to);
+    }
+    const std::string edit = history::editBetween(ctx_.get(), from.get(), to.get());
+    return Reply::output(edit.empty()
+                             ? std::string()
+                             : "<config xmlns=\"urn:ncstore:yang:ncstore-commits\">" + edit + "</config>");
+}
+
 Reply Server::opRollback(Request& r) {
     const lyd_node* idNode = rpcargs::child(r.op, "id"); // mandatory: the schema checked it is there
     if (!idNode) {
         throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "rollback needs <id>")
             .withBadElement("id");
     }
-    const std::uint64_t id = reinterpret_cast<const lyd_node_term*>(idNode)->value.uint64;
+    const std::uint64_t id = commitIdOf(idNode);
     std::string comment = rpcargs::valueOf(rpcargs::child(r.op, "comment"));
     if (comment.empty()) {
         comment = "rollback to commit " + std::to_string(id);
     }
 
-    // A copy of running and the commit it is at; every write up to it is durable (Store::read),
-    // so its history rows are in the journal.
     Tree running;
-    const std::uint64_t runningId = store_->read(ds::Datastore::Running, [&](const lyd_node* tree) {
-        running.reset();
-        lyd_node* copy = nullptr;
-        if (tree &&
-            lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-            throw YangError("copying running for a rollback", ctx_.get());
-        }
-        running.reset(copy);
-    });
+    const std::uint64_t runningId = copyRunning(running, "copying running for a rollback");
     const Tree target = history_->stateAfter(id, std::move(running), runningId);
 
     // One write of running by the requesting user, as a copy-config with inline content: NACM

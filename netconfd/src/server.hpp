@@ -97,6 +97,9 @@ private:
     Reply opGetSchema(Request& r);
     Reply opCreateSubscription(Request& r);
     Reply opRollback(Request& r);
+    Reply opCompare(Request& r);
+    /// A copy of running into `out`; returns the commit it is at (history: stateAfter()).
+    std::uint64_t copyRunning(Tree& out, const char* why) const;
 
     /// Sends what the session's subscription has pending: the replay once, then live events;
     /// ends the subscription at its stop time. False when the session must end (the subscriber

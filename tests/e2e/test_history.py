@@ -1,7 +1,8 @@
 """The commit history (ncstore-commits) over SSH with ncclient: every commit of running is listed
 in <get> with its user, session and comment; rollback to a commit restores exactly the
 configuration right after it (ordered-by-user order included) as one new commit; an unknown
-commit is refused; retention drops the oldest; the history survives a restart and a kill -9."""
+commit is refused; retention drops the oldest; the history survives a restart and a kill -9;
+compare answers the edit-config that makes the state after one commit into another."""
 
 import re
 
@@ -57,6 +58,24 @@ def rollback(m, commit_id, comment=None):
     reply = etree.fromstring(m.dispatch(etree.fromstring(body)).xml.encode())
     found = reply.find("{%s}id" % CC)
     return int(found.text) if found is not None else None
+
+
+def compare(m, from_id, to_id=None):
+    """The <config> element compare answers (None when nothing changed)."""
+    body = '<compare xmlns="%s"><from>%d</from>%s</compare>' % (
+        CC, from_id, "<to>%d</to>" % to_id if to_id is not None else "")
+    reply = etree.fromstring(m.dispatch(etree.fromstring(body)).xml.encode())
+    return reply.find("{%s}config" % CC)
+
+
+def apply_compared(m, found):
+    """edit-config of running with what compare answered, as a client would send it."""
+    if found is None:
+        return
+    cfg = etree.Element("{%s}config" % NC)
+    for child in found:
+        cfg.append(child)
+    m.edit_config(target="running", config=etree.tostring(cfg).decode())
 
 
 def rule_lists(names):
@@ -167,6 +186,40 @@ def test_rollback_restores_the_exact_configuration_of_any_commit(m):
     assert dump(m) == states[order[1]]
 
 
+def test_compare_answers_the_edit_from_one_commit_to_another(m):
+    states = {}
+    for content in (config(iface("c0", description="zero"), iface("c1"), iface("c2")),
+                    rule_lists(["ca", "cb", "cc"]),
+                    insert_rule_list("cd", "first"),
+                    config(iface("c1", op="delete"), iface("c3", description="three")),
+                    insert_rule_list("ca", "after", anchor="cc"),  # a move
+                    delete_rule_list("cb"),
+                    config(iface("c0", type_=None, description="changed"))):
+        edit(m, content)
+        states[last_id(m)] = dump(m)
+    ids = list(states)
+    now = ids[-1]
+    # With no --to, against running now: nothing changed since the last commit.
+    assert compare(m, now) is None
+    for start, end in ((ids[0], None), (ids[1], ids[4]), (ids[5], ids[2]), (ids[3], ids[0])):
+        found = compare(m, start, end)
+        assert found is not None
+        attrs = {a for e in found.iter() for a in e.attrib}
+        assert "{%s}operation" % NC in attrs
+        # none of the annotations of a libyang diff is left in the edit
+        assert "{%s}operation" % YANG not in attrs and not any("orig-" in a for a in attrs)
+        # Running put back to `start`, then the comparison applied as an edit-config: `end`.
+        rollback(m, start)
+        assert dump(m) == states[start]
+        apply_compared(m, found)
+        assert dump(m) == states[end if end is not None else now], "compare %d -> %s" % (start, end)
+        rollback(m, now)  # for the next pair, "now" is the last recorded state again
+    # A commit the history does not hold: invalid-value, as for rollback.
+    with pytest.raises(RPCError) as e:
+        compare(m, 10 ** 9)
+    assert e.value.tag == "invalid-value"
+
+
 def test_rollback_of_an_unknown_commit_is_refused(m):
     edit(m, config(iface("u0")))
     before = dump(m)
@@ -258,6 +311,7 @@ def test_ncstore_client_history_and_rollback(server, m, tmp_path):
     edit(m, config(iface("cli0")), comment="cli base")
     target = last_id(m)
     edit(m, config(iface("cli1")), comment="cli later")
+    later = last_id(m)
     listing = run("history")
     assert "<comment>cli base</comment>" in listing and "<comment>cli later</comment>" in listing
     assert "<id>%d</id>" % target in listing
@@ -266,3 +320,6 @@ def test_ncstore_client_history_and_rollback(server, m, tmp_path):
     assert new_id == last_id(m)
     assert commits(m)[-1]["comment"] == "from <the> client"
     assert "cli1" not in interfaces(m) and "cli0" in interfaces(m)
+    # compare: what changed since the commit with cli1, as an edit (cli1 removed)
+    out = run("compare", "--from", str(later))
+    assert "cli1" in out and "remove" in out and "cli0" not in out

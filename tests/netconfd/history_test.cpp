@@ -82,8 +82,75 @@ protected:
         store_->read(ds::Datastore::Running, [&](const lyd_node* t) { out = canonical(t); });
         return out;
     }
-    /// History::stateAfter(id) on a copy of running, as canonical text.
-    std::string stateAfter(std::uint64_t id) const {
+    /// A history of every kind of change (values, defaults, ordered-by-user moves, choices,
+    /// presence, deletes, default-operation replace, candidate commit, copy-config, delete-config);
+    /// returns each commit with running right after it.
+    std::vector<std::pair<std::uint64_t, std::string>> recordVariedHistory() {
+        std::vector<std::pair<std::uint64_t, std::string>> states; // (commit, running right after it)
+        auto record = [&](std::uint64_t id) {
+            ASSERT_NE(id, 0u);
+            states.emplace_back(id, running());
+        };
+        ds::EditOptions replace;
+        replace.defaultOperation = ds::DefaultOperation::Replace;
+
+        record(
+            edit(kTop +
+                 "<name>s</name><rule><id>a</id><action>x</action></rule><rule><id>b</id></rule>"
+                 "<rule><id>c</id></rule><tags>x</tags><tags>y</tags>"
+                 "<item><name>i1</name><value>v</value><sub><k>1</k></sub><sub><k>2</k></sub></item></top>" +
+                 interfaces(interface("eth0") + interface("eth1") + interface("eth2"))));
+        // merge: a value change, a leaf that held its default, a new list entry inside an entry
+        record(edit(
+            kTop +
+            "<name>t</name><mtu>9000</mtu><item><name>i1</name><sub><k>3</k><v>w</v></sub></item></top>"));
+        // replace of a list entry: its children are compared
+        record(
+            edit(kTop +
+                 "<item "
+                 "nc:operation=\"replace\"><name>i1</name><value>b</value><sub><k>2</k></sub></item></top>"));
+        // ordered-by-user: neighbours deleted, an insert first, a move, leaf-list changes
+        record(edit(
+            kTop +
+            "<rule nc:operation=\"delete\"><id>a</id></rule><rule nc:operation=\"delete\"><id>b</id></rule>"
+            "<rule yang:insert=\"first\"><id>d</id></rule><tags yang:insert=\"first\">z</tags>"
+            "<tags nc:operation=\"delete\">x</tags></top>"));
+        record(edit(
+            kTop +
+            "<rule yang:insert=\"first\"><id>c</id></rule>"
+            "<rule yang:insert=\"after\" yang:key=\"[id='c']\"><id>e</id><action>y</action></rule></top>"));
+        // choice, presence container, delete, remove, a leaf back to its default
+        record(edit(kTop + "<tcp-port>80</tcp-port><box><size>3</size></box></top>"));
+        record(edit(kTop + "<udp-port>53</udp-port><mtu nc:operation=\"remove\">1</mtu></top>" +
+                    interfaces(interface("eth1", " nc:operation=\"delete\""))));
+        // default-operation replace: a whole new content, rules re-ordered
+        record(edit(kTop +
+                        "<name>r</name><rule><id>e</id></rule><rule><id>c</id><action>q</action></rule>"
+                        "<rule><id>f</id></rule><tags>y</tags><tags>z</tags><np><text>t</text></np></top>" +
+                        interfaces(interface("eth0") + interface("eth3")),
+                    replace));
+        // a commit from candidate, and a replace (copy-config)
+        {
+            const Tree e = parseEditContent(
+                context(),
+                kTop + "<rule yang:insert=\"last\"><id>e</id></rule><rule nc:operation=\"delete\"><id>f</id>"
+                       "</rule><np nc:operation=\"delete\"/></top>");
+            store_->edit({7, "alice"}, ds::Datastore::Candidate, e.get());
+            record(store_->commit({7, "alice"}).commitId);
+        }
+        {
+            const Tree config = parseData(
+                context(), kTop + "<rule><id>g</id></rule><rule><id>c</id></rule><tags>z</tags></top>",
+                LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+            record(store_->replace({7, "alice"}, ds::Datastore::Running, config.get()).commitId);
+        }
+        record(store_->clear({7, "alice"}, ds::Datastore::Running).commitId);
+        record(edit(kTop + "<name>last</name></top>"));
+
+        return states;
+    }
+    /// History::stateAfter(id) on a copy of running.
+    Tree stateTreeAfter(std::uint64_t id) const {
         Tree copy;
         const std::uint64_t runningId = store_->read(ds::Datastore::Running, [&](const lyd_node* t) {
             lyd_node* dup = nullptr;
@@ -93,9 +160,10 @@ protected:
             }
             copy.reset(dup);
         });
-        const Tree result = history_->stateAfter(id, std::move(copy), runningId);
-        return canonical(result.get());
+        return history_->stateAfter(id, std::move(copy), runningId);
     }
+    /// History::stateAfter(id) on a copy of running, as canonical text.
+    std::string stateAfter(std::uint64_t id) const { return canonical(stateTreeAfter(id).get()); }
     std::vector<ds::JournalRow> rows() const {
         std::vector<ds::JournalRow> out;
         store_->readJournal(history::kJournal, 0, [&](const ds::JournalRow& r) { out.push_back(r); });
@@ -269,64 +337,7 @@ TEST_F(HistoryTest, OldSubtreesShareOneDocumentUnlessAnAncestorIsInItAlready) {
 }
 
 TEST_F(HistoryTest, RollingBackToAnyCommitGivesItsExactState) {
-    std::vector<std::pair<std::uint64_t, std::string>> states; // (commit, running right after it)
-    auto record = [&](std::uint64_t id) {
-        ASSERT_NE(id, 0u);
-        states.emplace_back(id, running());
-    };
-    ds::EditOptions replace;
-    replace.defaultOperation = ds::DefaultOperation::Replace;
-
-    record(edit(kTop +
-                "<name>s</name><rule><id>a</id><action>x</action></rule><rule><id>b</id></rule>"
-                "<rule><id>c</id></rule><tags>x</tags><tags>y</tags>"
-                "<item><name>i1</name><value>v</value><sub><k>1</k></sub><sub><k>2</k></sub></item></top>" +
-                interfaces(interface("eth0") + interface("eth1") + interface("eth2"))));
-    // merge: a value change, a leaf that held its default, a new list entry inside an entry
-    record(edit(
-        kTop + "<name>t</name><mtu>9000</mtu><item><name>i1</name><sub><k>3</k><v>w</v></sub></item></top>"));
-    // replace of a list entry: its children are compared
-    record(edit(
-        kTop +
-        "<item nc:operation=\"replace\"><name>i1</name><value>b</value><sub><k>2</k></sub></item></top>"));
-    // ordered-by-user: neighbours deleted, an insert first, a move, leaf-list changes
-    record(
-        edit(kTop +
-             "<rule nc:operation=\"delete\"><id>a</id></rule><rule nc:operation=\"delete\"><id>b</id></rule>"
-             "<rule yang:insert=\"first\"><id>d</id></rule><tags yang:insert=\"first\">z</tags>"
-             "<tags nc:operation=\"delete\">x</tags></top>"));
-    record(
-        edit(kTop +
-             "<rule yang:insert=\"first\"><id>c</id></rule>"
-             "<rule yang:insert=\"after\" yang:key=\"[id='c']\"><id>e</id><action>y</action></rule></top>"));
-    // choice, presence container, delete, remove, a leaf back to its default
-    record(edit(kTop + "<tcp-port>80</tcp-port><box><size>3</size></box></top>"));
-    record(edit(kTop + "<udp-port>53</udp-port><mtu nc:operation=\"remove\">1</mtu></top>" +
-                interfaces(interface("eth1", " nc:operation=\"delete\""))));
-    // default-operation replace: a whole new content, rules re-ordered
-    record(edit(kTop +
-                    "<name>r</name><rule><id>e</id></rule><rule><id>c</id><action>q</action></rule>"
-                    "<rule><id>f</id></rule><tags>y</tags><tags>z</tags><np><text>t</text></np></top>" +
-                    interfaces(interface("eth0") + interface("eth3")),
-                replace));
-    // a commit from candidate, and a replace (copy-config)
-    {
-        const Tree e = parseEditContent(
-            context(),
-            kTop + "<rule yang:insert=\"last\"><id>e</id></rule><rule nc:operation=\"delete\"><id>f</id>"
-                   "</rule><np nc:operation=\"delete\"/></top>");
-        store_->edit({7, "alice"}, ds::Datastore::Candidate, e.get());
-        record(store_->commit({7, "alice"}).commitId);
-    }
-    {
-        const Tree config =
-            parseData(context(), kTop + "<rule><id>g</id></rule><rule><id>c</id></rule><tags>z</tags></top>",
-                      LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
-        record(store_->replace({7, "alice"}, ds::Datastore::Running, config.get()).commitId);
-    }
-    record(store_->clear({7, "alice"}, ds::Datastore::Running).commitId);
-    record(edit(kTop + "<name>last</name></top>"));
-
+    const auto states = recordVariedHistory();
     for (const auto& [id, state] : states) {
         EXPECT_EQ(stateAfter(id), state) << "rollback to commit " << id;
     }
@@ -347,6 +358,51 @@ TEST_F(HistoryTest, RollingBackToAnyCommitGivesItsExactState) {
     const auto id = store_->replace({7, "alice"}, ds::Datastore::Running, result.get()).commitId;
     EXPECT_EQ(running(), expected);
     EXPECT_TRUE(history_->contains(id)) << "the rollback is a commit of its own";
+}
+
+TEST_F(HistoryTest, CompareGivesTheEditThatMakesOneStateTheOther) {
+    const auto states = recordVariedHistory();
+    // Every pair, both ways: running set to the first state, the comparison applied to it as an
+    // edit-config (default-operation merge) must give the second, exactly (order included).
+    for (const auto& [fromId, fromState] : states) {
+        for (const auto& [toId, toState] : states) {
+            const Tree from = stateTreeAfter(fromId);
+            const Tree to = stateTreeAfter(toId);
+            const std::string edit = history::editBetween(context(), from.get(), to.get());
+            if (fromId == toId) {
+                EXPECT_EQ(edit, "") << "commit " << fromId << " compared with itself";
+                continue;
+            }
+            store_->replace({7, "alice"}, ds::Datastore::Running, from.get());
+            ASSERT_EQ(running(), fromState);
+            if (!edit.empty()) {
+                const Tree e = parseEditContent(context(), edit);
+                store_->edit({7, "alice"}, ds::Datastore::Running, e.get());
+            }
+            EXPECT_EQ(running(), toState) << "from commit " << fromId << " to " << toId << ", edit: " << edit;
+        }
+    }
+}
+
+TEST_F(HistoryTest, CompareNamesDeletedNodesByTheirKeysAndMarksWhatItCreates) {
+    const auto first = edit(kTop + "<name>s</name><item><name>i1</name><value>v</value></item></top>" +
+                            interfaces(interface("eth0")));
+    edit(kTop + "<name>t</name><item nc:operation=\"delete\"><name>i1</name></item></top>" +
+         interfaces(interface("eth1")));
+    const Tree from = stateTreeAfter(first);
+    Tree now;
+    store_->read(ds::Datastore::Running, [&](const lyd_node* t) {
+        lyd_node* dup = nullptr;
+        ASSERT_EQ(lyd_dup_siblings(t, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &dup), LY_SUCCESS);
+        now.reset(dup);
+    });
+    const std::string edit = history::editBetween(context(), from.get(), now.get());
+    EXPECT_NE(edit.find("nc:operation=\"remove\"><name>i1</name></item>"), std::string::npos) << edit;
+    EXPECT_EQ(edit.find("<value>v</value>"), std::string::npos) << "a delete carries only the keys: " << edit;
+    EXPECT_NE(edit.find("<name>t</name>"), std::string::npos) << edit;
+    EXPECT_NE(edit.find("nc:operation=\"create\"><name>eth1</name>"), std::string::npos) << edit;
+    EXPECT_EQ(edit.find("eth0"), std::string::npos) << "what did not change is not in it: " << edit;
+    EXPECT_EQ(edit.find("yang:operation"), std::string::npos) << "no diff annotation left: " << edit;
 }
 
 TEST_F(HistoryTest, UnknownCommitsAndRowsThatNoLongerApplyAreRefused) {
