@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
+#include <new>
 #include <set>
 
 namespace ncstore {
@@ -89,19 +91,23 @@ std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options,
         options &= ~static_cast<uint32_t>(LYD_PRINT_WITHSIBLINGS);
     }
     std::string text;
-    ly_out* out = nullptr;
+    ly_out* raw = nullptr;
     const ly_write_clb append = [](void* user, const void* buf, size_t count) -> ssize_t {
-        static_cast<std::string*>(user)->append(static_cast<const char*>(buf), count);
-        return static_cast<ssize_t>(count);
+        try { // no exception may cross libyang's C frames: out of memory is a failed write there
+            static_cast<std::string*>(user)->append(static_cast<const char*>(buf), count);
+            return static_cast<ssize_t>(count);
+        } catch (const std::bad_alloc&) {
+            return -1;
+        }
     };
-    if (ly_out_new_clb(append, &text, &out) != LY_SUCCESS) {
+    if (ly_out_new_clb(append, &text, &raw) != LY_SUCCESS) {
         throw YangError("printing data failed: no printer", node ? LYD_CTX(node) : nullptr);
     }
+    const std::unique_ptr<ly_out, void (*)(ly_out*)> out(raw, [](ly_out* o) { ly_out_free(o, nullptr, 0); });
     LY_ERR rc = LY_SUCCESS;
     for (const lyd_node* n = node; n && rc == LY_SUCCESS; n = siblings ? n->next : nullptr) {
-        rc = lyd_print_tree(out, n, format, options);
+        rc = lyd_print_tree(out.get(), n, format, options);
     }
-    ly_out_free(out, nullptr, 0);
     if (rc != LY_SUCCESS) {
         throw YangError("printing data failed", LYD_CTX(node));
     }
