@@ -50,7 +50,7 @@ import paramiko
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "clients", "python"))
-from ncframed import BASE_NS, FramedSession  # noqa: E402
+from ncframed import BASE_NS, FramedSession, ReplyMismatch  # noqa: E402
 
 INV_NS = "urn:ncstore:yang:openroadm-inventory"
 MONITORING_NS = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
@@ -266,6 +266,13 @@ class Worker:
                     self.connect()
                     self.adopt(lost_id)
                 self.step()
+            except ReplyMismatch as e:
+                # Never expected: the server answered out of turn. The session cannot be trusted.
+                self.errors.append(f"out-of-turn reply on session {self.session.id}: {e}")
+                self.live_ids.pop(self.session.id, None)
+                self.session.close()
+                self.session = None
+                lost_id = 0
             except (EOFError, OSError, paramiko.SSHException) as e:
                 if self.stop.is_set():
                     break

@@ -15,6 +15,10 @@ BASE_11 = "urn:ietf:params:netconf:base:1.1"
 EOM = b"]]>]]>"
 
 
+class ReplyMismatch(RuntimeError):
+    """The server's next message was not the reply to the request just sent."""
+
+
 class FramedSession:
     """One NETCONF 1.1 session: send() an operation, read the next message(), or call() both."""
 
@@ -70,9 +74,14 @@ class FramedSession:
             self.pos += size
 
     def call(self, operation):
-        """The reply to `operation`, on a session that receives no notifications."""
-        self.send(operation)
-        return self.message()
+        """The reply to `operation`, on a session that receives no notifications. Raises
+        ReplyMismatch when the next message is not the reply to it (its message-id differs)."""
+        sent = self.send(operation)
+        reply = self.message()
+        m = re.search(rb'message-id="(\d+)"', reply[:512])
+        if not m or int(m.group(1)) != sent:
+            raise ReplyMismatch(f"sent message-id {sent}, next message: {reply[:300]!r}")
+        return reply
 
     def _fill(self):
         if self.pos > (1 << 20):  # drop what was consumed, keeping the buffer small
