@@ -1,5 +1,6 @@
 """pytest fixtures: one ncstored per test module, a fresh ncclient session per test; the hostile
-tests' fixtures (a server per test, bystander sessions) come from hostile.py."""
+tests' fixtures (a server per module while it stays healthy, bystander sessions) come from
+hostile.py."""
 
 import os
 import sys
@@ -9,7 +10,15 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ncserver  # noqa: E402
-from hostile import bystanders, hostile_server  # noqa: E402,F401  (fixtures of test_hostile_*.py)
+from hostile import bystanders, hostile_server, shared_hostile_server  # noqa: E402,F401  (test_hostile_*.py)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """item.rep_setup / rep_call / rep_teardown: fixtures see how the test went (hostile.py)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)
 
 
 def pytest_configure(config):

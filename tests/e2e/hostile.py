@@ -1,7 +1,9 @@
 """Shared pieces of the hostile-client tests (test_hostile_*.py).
 
-Every hostile test runs on its own ncstored (so that one crash does not hide the next case) with
-ten well-behaved sessions beside it, the bystanders: ncclient sessions that each edit and read
+Every hostile test attacks an ncstored with ten well-behaved sessions beside it (the tests of a
+module share one server and its bystanders until a test fails or the server is gone: then the
+next test gets a fresh one, so that one crash does not hide the next case; the SSH-level tests
+each get their own), the bystanders: ncclient sessions that each edit and read
 back their own interface in a loop, in their own threads. A test checks that every bystander
 keeps completing rounds while the hostile client is at work and after it is gone, that none of
 them saw an error, and that the server process is alive and a fresh login works.
@@ -497,15 +499,8 @@ def remember_host_keys(server):
                 _host_keys[name] = f.read()
 
 
-@pytest.fixture
-def hostile_server(request):
-    """A fresh ncstored per test, with the module's SERVER_ARGS and the test's
-    @pytest.mark.server_args(...)."""
-    args = list(getattr(request.module, "SERVER_ARGS", ()))
-    marker = request.node.get_closest_marker("server_args")
-    if marker:
-        args += list(marker.args)
-    s = ncserver.Server(extra_args=args, name=request.node.name[:40])
+def start_hostile_server(args, name):
+    s = ncserver.Server(extra_args=args, name=name[:40])
     reuse_host_keys(s)
     try:
         s.start()
@@ -513,7 +508,10 @@ def hostile_server(request):
         s.cleanup()
         raise
     remember_host_keys(s)
-    yield s
+    return s
+
+
+def stop_hostile_server(s, during):
     code = s.proc.poll()
     if code is None:
         try:
@@ -521,12 +519,73 @@ def hostile_server(request):
         except RuntimeError as e:  # a server that does not stop is a finding too
             print("%s; log ends:\n%s" % (e, log_end(s, 30)))
     else:
-        print("ncstored %s during %s; log ends:\n%s" % (describe_exit(code), request.node.name, log_end(s, 30)))
+        print("ncstored %s during %s; log ends:\n%s" % (describe_exit(code), during, log_end(s, 30)))
     s.cleanup()
 
 
+class SharedServer:
+    """The server and bystanders the tests of one module share while they stay healthy: starting
+    a server and logging ten bystanders in took more time than most attacks. A test that failed,
+    or after which the server is gone, ends them: the next test gets a fresh server, so that one
+    crash does not hide the next case."""
+
+    def __init__(self):
+        self.server = None
+        self.bystanders = None
+
+    def get(self, args, name):
+        if self.server is None:
+            self.server = start_hostile_server(args, name)
+        return self.server
+
+    def get_bystanders(self):
+        if self.bystanders is None:
+            self.bystanders = Bystanders(self.server).start()
+        return self.bystanders
+
+    def discard(self, during):
+        if self.bystanders is not None:
+            self.bystanders.stop()
+            self.bystanders = None
+        if self.server is not None:
+            stop_hostile_server(self.server, during)
+            self.server = None
+
+
+@pytest.fixture(scope="module")
+def shared_hostile_server(request):
+    shared = SharedServer()
+    yield shared
+    shared.discard(request.module.__name__)
+
+
 @pytest.fixture
-def bystanders(hostile_server):
+def hostile_server(request, shared_hostile_server):
+    """The ncstored a hostile test attacks, with the module's SERVER_ARGS: the module's shared one
+    (SharedServer), or a fresh one for a test with @pytest.mark.server_args(...) and for every
+    test of a module with FRESH_SERVER_PER_TEST (attacks whose traces outlive them: per-source
+    login delays, connections held until a timeout)."""
+    args = list(getattr(request.module, "SERVER_ARGS", ()))
+    marker = request.node.get_closest_marker("server_args")
+    if marker or getattr(request.module, "FRESH_SERVER_PER_TEST", False):
+        if marker:
+            args += list(marker.args)
+        s = start_hostile_server(args, request.node.name)
+        yield s
+        stop_hostile_server(s, request.node.name)
+        return
+    s = shared_hostile_server.get(args, request.node.name)
+    yield s
+    call = getattr(request.node, "rep_call", None)
+    if call is None or not call.passed or s.proc.poll() is not None:
+        shared_hostile_server.discard(request.node.name)
+
+
+@pytest.fixture
+def bystanders(hostile_server, shared_hostile_server):
+    if shared_hostile_server.server is hostile_server:
+        yield shared_hostile_server.get_bystanders()  # they stop with the shared server
+        return
     b = Bystanders(hostile_server).start()
     yield b
     b.stop()

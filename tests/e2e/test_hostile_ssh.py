@@ -21,6 +21,9 @@ from hostile import (BYSTANDERS, CLIENT_BANNER, PROMPT_LOGIN, PeakSampler, check
                      timed_login)
 from ncserver import EOM, NC, PASSWORD, USER
 
+# Each test on a server of its own: stalled handshakes and failed logins leave per-source delays
+# and connections held until a timeout, which the next test would meet.
+FRESH_SERVER_PER_TEST = True
 DEFAULT_AUTH_TIMEOUT = 10  # ncstored's default --auth-timeout, which these tests keep
 ATTACKER = "127.0.0.2"     # a second loopback source address for per-source behaviour
 
