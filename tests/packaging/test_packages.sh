@@ -19,6 +19,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo; echo "=== $*"; }
 ok() { echo "ok: $*"; }
+# `... | grep -q` fails the pipeline under pipefail whenever grep quits before the writer is done
+# (the writer dies of SIGPIPE): has() reads its whole input.
+has() { grep "$@" > /dev/null; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (installs the .deb on this machine)"
 for t in cpack dpkg dpkg-deb lintian rpm rpmbuild setpriv; do
@@ -26,7 +29,7 @@ for t in cpack dpkg dpkg-deb lintian rpm rpmbuild setpriv; do
 done
 "$PY" -c 'import ncclient' 2>/dev/null || skip "python3-ncclient not installed for $PY"
 [ -f "$BUILD_DIR/CPackConfig.cmake" ] || fail "$BUILD_DIR/CPackConfig.cmake missing: not a configured ncstore build"
-if dpkg-query -W -f='${Status}' ncstore 2>/dev/null | grep -q "installed\|config-files"; then
+if dpkg-query -W -f='${Status}' ncstore 2>/dev/null | has "installed\|config-files"; then
     skip "package ncstore is already on this machine: this test would replace and purge it"
 fi
 [ ! -e /var/lib/ncstore ] || skip "/var/lib/ncstore exists on this machine: this test would delete it"
@@ -47,17 +50,18 @@ dpkg_wait() {
     local out rc
     for _ in $(seq 1 60); do
         rc=0; out=$(dpkg "$@" < /dev/null 2>&1) || rc=$?
-        if [ $rc -ne 0 ] && echo "$out" | grep -q "frontend lock\|is locked by another"; then sleep 3; continue; fi
+        if [ $rc -ne 0 ] && echo "$out" | has "frontend lock\|is locked by another"; then sleep 3; continue; fi
         echo "$out"
         return $rc
     done
     echo "$out"; return 1
 }
-installed() { dpkg-query -W -f='${Status}' ncstore 2>/dev/null | grep -q "installed\|config-files"; }
+installed() { dpkg-query -W -f='${Status}' ncstore 2>/dev/null | has "installed\|config-files"; }
 
 cleanup() {
     local rc=$?
-    stop_server quiet || true
+    # an early failure comes before stop_server is defined
+    if declare -F stop_server > /dev/null; then stop_server quiet || true; fi
     if installed; then
         dpkg_wait -P ncstore >/dev/null 2>&1 || true
     fi
@@ -97,12 +101,12 @@ if grep -E '^/usr/local|^/usr/include|\.a$|^/usr/lib/.*\.so' "$WORK/deb.files"; 
 fi
 grep -q '^/var/lib/ncstore' "$WORK/deb.files" && fail ".deb ships /var/lib/ncstore (postinst creates it)"
 ok "layout: $(grep -c '[^/]$' "$WORK/deb.files") files"
-dpkg-deb -I "$DEB" conffiles | grep -qx /etc/ncstore/ncstored.conf || fail "/etc/ncstore/ncstored.conf is not a conffile"
+dpkg-deb -I "$DEB" conffiles | has -x /etc/ncstore/ncstored.conf || fail "/etc/ncstore/ncstored.conf is not a conffile"
 ok "conffiles: /etc/ncstore/ncstored.conf"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
 echo "Depends: $DEPENDS"
 for d in libyuma-base adduser libnetconf2 libyang2 libssh libsqlite3 libboost-log; do
-    echo "$DEPENDS" | grep -q "$d" || fail ".deb does not depend on $d"
+    echo "$DEPENDS" | has "$d" || fail ".deb does not depend on $d"
 done
 ok "dependencies declared"
 
@@ -123,12 +127,12 @@ for r in libnetconf2 libyang libssh sqlite-libs boost-log shadow-utils; do
     grep -q "^$r" "$WORK/rpm.requires" || fail ".rpm does not require $r"
 done
 ok "rpm -qpR: $(grep -v '^rpmlib\|^/bin/sh\|GLIBC\|CXXABI\|GCC_' "$WORK/rpm.requires" | tr '\n' ' ')"
-rpm -qpc "$RPM" | grep -qx /etc/ncstore/ncstored.conf || fail ".rpm: config file not marked %config"
-rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$RPM" | grep -q '^cn /etc/ncstore/ncstored.conf' \
+rpm -qpc "$RPM" | has -x /etc/ncstore/ncstored.conf || fail ".rpm: config file not marked %config"
+rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$RPM" | has '^cn /etc/ncstore/ncstored.conf' \
     || fail ".rpm: config not %config(noreplace)"
 rpm -qp --qf '[%{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEMODES:perms} %{FILENAMES}\n]' "$RPM" \
-    | grep -q '^ncstore:ncstore drwx------ /var/lib/ncstore$' || fail ".rpm: /var/lib/ncstore not ncstore:ncstore 0700"
-rpm -qp --scripts "$RPM" | grep -q useradd || fail ".rpm: no useradd in its scripts"
+    | has '^ncstore:ncstore drwx------ /var/lib/ncstore$' || fail ".rpm: /var/lib/ncstore not ncstore:ncstore 0700"
+rpm -qp --scripts "$RPM" | has useradd || fail ".rpm: no useradd in its scripts"
 for tag in PREIN POSTIN PREUN POSTUN; do
     rpm -qp --qf "%{$tag}" "$RPM" > "$WORK/scriptlet"
     [ -s "$WORK/scriptlet" ] || fail ".rpm has no $tag scriptlet"
@@ -159,13 +163,13 @@ if ! dpkg_wait -i "$DEB" > "$WORK/dpkg.log" 2>&1; then
     cat "$WORK/dpkg.log"
     apt-get -o DPkg::Lock::Timeout=180 -f install -y < /dev/null || fail "dpkg -i and apt-get -f install failed"
 fi
-dpkg-query -W -f='${Status} ${Version}\n' ncstore | grep -q "install ok installed $VERSION" || fail "ncstore not installed"
+dpkg-query -W -f='${Status} ${Version}\n' ncstore | has "install ok installed $VERSION" || fail "ncstore not installed"
 if grep -i "warning\|error" "$WORK/dpkg.log"; then fail "dpkg -i printed warnings (above)"; fi
 getent passwd ncstore >/dev/null || fail "no ncstore user"
 [ "$(stat -c '%U:%G %a' /var/lib/ncstore)" = "ncstore:ncstore 700" ] \
     || fail "/var/lib/ncstore is $(stat -c '%U:%G %a' /var/lib/ncstore), want ncstore:ncstore 700"
 [ -x /usr/sbin/ncstored ] || fail "/usr/sbin/ncstored missing"
-/usr/sbin/ncstored --help | grep -q -- "--config" || fail "ncstored --help does not show --config"
+/usr/sbin/ncstored --help | has -- "--config" || fail "ncstored --help does not show --config"
 man -l /usr/share/man/man8/ncstored.8.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "the man page does not render"
 WANTS=/etc/systemd/system/multi-user.target.wants/ncstored.service
 [ -L "$WANTS" ] || fail "ncstored.service not enabled after installation (no $WANTS)"
@@ -209,7 +213,7 @@ start_server() {
     [ -s "$WORK/run/port" ] || fail "ncstored wrote no port file within 10 s"
     PORT=$(cat "$WORK/run/port")
     if command -v ss >/dev/null; then
-        ss -ltnH "sport = :$PORT" | grep -q "127.0.0.1:$PORT" || fail "ncstored does not listen on 127.0.0.1:$PORT"
+        ss -ltnH "sport = :$PORT" | has "127.0.0.1:$PORT" || fail "ncstored does not listen on 127.0.0.1:$PORT"
     fi
 }
 stop_server() {
@@ -306,7 +310,7 @@ CONF_SUM=$(sha256sum < /etc/ncstore/ncstored.conf)
 DEB2="$WORK/pkg2/ncstore_${NEXT_VERSION}_${ARCH}.deb"
 [ -f "$DEB2" ] || fail "no $DEB2"
 dpkg_wait -i "$DEB2" > "$WORK/dpkg2.log" 2>&1 || { cat "$WORK/dpkg2.log"; fail "upgrade failed"; }
-dpkg-query -W -f='${Version}' ncstore | grep -qx "$NEXT_VERSION" || fail "upgrade did not install $NEXT_VERSION"
+dpkg-query -W -f='${Version}' ncstore | has -x "$NEXT_VERSION" || fail "upgrade did not install $NEXT_VERSION"
 [ "$(sha256sum < /etc/ncstore/ncstored.conf)" = "$CONF_SUM" ] || fail "the edited /etc/ncstore/ncstored.conf was changed by the upgrade"
 [ "$(cat $HOSTKEYS | sha256sum)" = "$HOSTKEY_SUM" ] || fail "the SSH host key changed on upgrade"
 ok "upgraded to $NEXT_VERSION; edited conffile and host key unchanged"
