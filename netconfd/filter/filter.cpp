@@ -9,7 +9,9 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -17,6 +19,30 @@
 namespace ncstore::filter {
 
 namespace {
+
+// libyang's lookups are not all read-only. lyd_find_sibling_val without a key or value (and the
+// XPath evaluator, which uses it for every step to a container or leaf) swaps the callback of the
+// parent's children hash table for the time of the lookup: a keyed lookup on another thread
+// meanwhile finds nothing, and two such lookups at once can leave the wrong callback in place for
+// good (then every keyed lookup, a writer's too, misses). The datastore's readers share a tree,
+// so: this file's own first-instance lookups walk the siblings and never touch the hash table
+// (firstInstance), subtree filters take this lock shared for their keyed lookups, and an XPath
+// evaluation takes it alone.
+std::shared_mutex& lookupLock() {
+    static std::shared_mutex lock;
+    return lock;
+}
+
+/// The first data node of schema `sn` among the siblings of `siblings`, by a walk: libyang keeps
+/// the instances of one schema node adjacent, so this stops at the first one.
+const lyd_node* firstInstance(const lyd_node* siblings, const lysc_node* sn) {
+    for (const lyd_node* d = siblings ? lyd_first_sibling(siblings) : nullptr; d; d = d->next) {
+        if (d->schema == sn) {
+            return d;
+        }
+    }
+    return nullptr;
+}
 
 constexpr std::string_view kNetconfBaseNs = "urn:ietf:params:xml:ns:netconf:base:1.0";
 
@@ -364,12 +390,8 @@ private:
     }
 
     template <typename Fn> static void forInstances(const lyd_node* first, const lysc_node* sn, Fn&& fn) {
-        lyd_node* d = nullptr;
-        if (lyd_find_sibling_val(first, sn, nullptr, 0, &d) != LY_SUCCESS) {
-            return;
-        }
         // libyang keeps the instances of one schema node adjacent.
-        for (; d && d->schema == sn; d = d->next) {
+        for (const lyd_node* d = firstInstance(first, sn); d && d->schema == sn; d = d->next) {
             fn(d);
         }
     }
@@ -406,17 +428,15 @@ private:
         if (!value) {
             return nullptr;
         }
-        lyd_node* m = nullptr;
         if (sn->nodetype == LYS_LEAFLIST) {
+            lyd_node* m = nullptr;
             if (lyd_find_sibling_val(first, sn, value->c_str(), value->size(), &m) != LY_SUCCESS) {
                 return nullptr;
             }
             return m;
         }
-        if (lyd_find_sibling_val(first, sn, nullptr, 0, &m) != LY_SUCCESS) {
-            return nullptr;
-        }
-        return *value == lyd_get_value(m) ? m : nullptr;
+        const lyd_node* leaf = firstInstance(first, sn);
+        return leaf && *value == lyd_get_value(leaf) ? leaf : nullptr;
     }
 
     /// Whether list `sn` has keys and `f` has a content match for each of them.
@@ -630,6 +650,7 @@ Selection selectSubtree(const lyd_node* data, const lyd_node* filter) {
         return out;
     }
     SubtreeEvaluator eval(LYD_CTX(out.first));
+    std::shared_lock lookups(lookupLock());
     for (const lyd_node* f = firstOf(filter); f; f = f->next) {
         FNode fn = readFilter(f);
         eval.level(nullptr, out.first, fn, out.root);
@@ -710,7 +731,11 @@ Selection selectXPath(const lyd_node* data, const std::string& expr) {
     const ly_ctx* ctx = LYD_CTX(out.first);
     std::string qualified = qualifyTopLevel(ctx, expr);
     ly_set* raw = nullptr;
-    LY_ERR rc = lyd_find_xpath3(nullptr, out.first, qualified.c_str(), nullptr, &raw);
+    LY_ERR rc = LY_SUCCESS;
+    {
+        std::unique_lock lookups(lookupLock());
+        rc = lyd_find_xpath3(nullptr, out.first, qualified.c_str(), nullptr, &raw);
+    }
     Set set{raw};
     if (rc != LY_SUCCESS) {
         throw Error("invalid XPath filter \"" + expr + "\": " + lastError(ctx));

@@ -2,8 +2,10 @@
 // capability's XPath filters, applied to a libyang data forest.
 //
 // Promises:
-//  - The input trees are never modified; the result is a new forest of duplicated nodes (with
-//    their ancestors) that the caller owns and prints. Node flags are kept (LYD_DUP_WITH_FLAGS),
+//  - The input trees are never modified, and several threads may filter one tree at once (the
+//    datastore's readers do): libyang lookups that would change a hash table for a moment are
+//    not used, or, for XPath, run alone (filter.cpp). The result is a new forest of duplicated
+//    nodes (with their ancestors) that the caller owns and prints. Node flags are kept (LYD_DUP_WITH_FLAGS),
 //    so LYD_DEFAULT survives and the printer's with-defaults modes work on the result:
 //        explicit           -> LYD_PRINT_WD_EXPLICIT
 //        trim               -> LYD_PRINT_WD_TRIM

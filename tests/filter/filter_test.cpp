@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 using ncstore::Tree;
@@ -483,3 +485,47 @@ TEST_F(FilterTest, ManyKeysInOneFilter) {
 }
 
 } // namespace
+
+// The datastore's readers filter one tree at once. libyang finds the first instance of a schema
+// node by swapping the parent's hash-table callback for a moment, and a keyed lookup on another
+// thread meanwhile missed its entry: the soak saw an acknowledged commit absent from the next
+// get-config, and deletes of existing entries refused with data-missing.
+TEST(FilterConcurrencyTest, ReadersOfOneTreeAtOnceFindEveryEntry) {
+    const auto ctx = testContext();
+    constexpr int kDevices = 64;
+    std::string xml = "<devices" + ns(kFt) + ">";
+    for (int i = 0; i < kDevices; ++i) {
+        xml += "<device><id>d" + std::to_string(i) + "</id><status>up</status></device>";
+    }
+    xml += "<label>lab</label></devices>";
+    const Tree data = ncstore::parseData(ctx.get(), xml, LYD_XML, LYD_PARSE_STRICT, LYD_VALIDATE_PRESENT);
+
+    // Beside the keyed reads: reads that look up a schema node's first instance among the same
+    // siblings, by a subtree filter (every device) and by XPath (the leaf after the lists).
+    std::atomic<bool> stop{false};
+    std::atomic<long> scans{0};
+    std::thread scanner([&] {
+        const std::string every = "<devices" + ns(kFt) + "><device><id/></device><label/></devices>";
+        while (!stop.load()) {
+            const Tree all = filter::subtreeOfXml(data.get(), ctx.get(), every);
+            const Tree label = filter::xpath(data.get(), "/ncs-filter-test:devices/label");
+            if (!all || !label) {
+                ADD_FAILURE() << "a scan selected nothing";
+                return;
+            }
+            ++scans;
+        }
+    });
+    int misses = 0;
+    int reads = 0;
+    for (; reads < 100000 && (reads < 20000 || scans.load() < 1000); ++reads) {
+        const std::string id = "d" + std::to_string(reads % kDevices);
+        const Tree one = filter::subtreeOfXml(
+            data.get(), ctx.get(), "<devices" + ns(kFt) + "><device><id>" + id + "</id></device></devices>");
+        misses += one ? 0 : 1;
+    }
+    stop = true;
+    scanner.join();
+    EXPECT_EQ(misses, 0) << "of " << reads << " keyed reads beside " << scans.load() << " scans";
+    EXPECT_GT(scans.load(), 0);
+}

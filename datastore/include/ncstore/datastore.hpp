@@ -250,6 +250,10 @@ public:
     /// `fn` must not call the Store. Returns once everything `fn` saw is durable: when a write
     /// it saw fails instead, `fn` runs again on the reloaded data (so `fn` must replace, not
     /// accumulate, its result). Returns the commit id of the last write `fn` saw.
+    /// Other readers run `fn`s on the same tree at the same time, so `fn` must not change it,
+    /// and some libyang lookups do for a moment: lyd_find_sibling_val without a key or value,
+    /// and XPath or lyd_find_path, which use it, swap the parent's hash-table callback (a keyed
+    /// lookup beside them misses). The NETCONF filters (netconfd/filter) avoid or serialize them.
     std::uint64_t read(Datastore ds, const std::function<void(const lyd_node* tree)>& fn) const;
 
     /// A deep copy of the datastore's whole tree (nullptr when empty).
