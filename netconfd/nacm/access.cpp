@@ -696,6 +696,54 @@ bool Access::notification(std::string_view module, std::string_view name) const 
     return r ? r->permit : core_->readPermit;
 }
 
+namespace {
+/// The schema node of an opaque node made by lyd_new_path2 (a leaf named without its value).
+const lysc_node* schemaOfOpaque(const ly_ctx* ctx, const lyd_node* node) {
+    const auto* o = reinterpret_cast<const lyd_node_opaq*>(node);
+    const lyd_node* parent = lyd_parent(node);
+    const lys_module* module = o->name.module_name ? ly_ctx_get_module_implemented(ctx, o->name.module_name)
+                                                   : (parent ? parent->schema->module : nullptr);
+    if (!module || (parent && !parent->schema)) {
+        return nullptr;
+    }
+    return lys_find_child(parent ? parent->schema : nullptr, module, o->name.name, 0, 0, 0);
+}
+} // namespace
+
+bool Access::readablePath(const ly_ctx* ctx, const std::string& path) const {
+    if (bypass_ || allReads_) {
+        return true;
+    }
+    lyd_node* top = nullptr;
+    lyd_node* node = nullptr;
+    // A leaf named without its value cannot be made: LYD_NEW_PATH_OPAQ makes it an opaque node
+    // under real ancestors, and the decision is taken on its parent with the leaf's rules.
+    const LY_ERR rc = lyd_new_path2(nullptr, ctx, path.c_str(), nullptr, 0, LYD_ANYDATA_STRING,
+                                    LYD_NEW_PATH_OPAQ, &top, &node);
+    const Tree scratch{top};
+    if (rc != LY_SUCCESS || !node) {
+        return false; // never more permissive than the rules
+    }
+    const lysc_node* schema = node->schema;
+    const lyd_node* at = node;
+    if (!schema) {
+        schema = schemaOfOpaque(ctx, node);
+        at = lyd_parent(node);
+        if (!schema) {
+            return false;
+        }
+    }
+    // The path carries the keys of every list entry on it (the list-key rule of reads).
+    for (const lyd_node* e = at; e; e = lyd_parent(e)) {
+        if (e->schema->nodetype == LYS_LIST && !impl_->keysReadable(e)) {
+            return false;
+        }
+    }
+    const Verdict& v = impl_->verdict(schema, Op::Read);
+    // A top-level leaf has no list above it, so no rule of it has a key predicate.
+    return at ? v.decide(at) : v.steps.empty() && v.permit;
+}
+
 bool Access::readable(const lyd_node* node) const {
     if (bypass_) {
         return true;

@@ -172,6 +172,11 @@ public:
     /// Whether `node` appears in a read reply: readable itself or the ancestor of a readable
     /// node, and, for a list entry, its keys readable; its ancestors are not checked.
     bool readable(const lyd_node* node) const;
+    /// Whether the node named by the data path `path` (as libyang prints one, "/m:a/b[k='v']/c";
+    /// the node need not exist, e.g. the target of a netconf-config-change edit that deleted it)
+    /// may be read, and the keys of every list entry on the path too (the path shows them).
+    /// A path the context cannot resolve is not readable.
+    bool readablePath(const ly_ctx* ctx, const std::string& path) const;
     /// Appends to `out` the roots of the subtrees of `forest` (all siblings) that a read reply
     /// must leave out. The roots are disjoint, in document order. Cheap: a few ns per node it
     /// visits, and it visits no node below a subtree root whose decision covers the subtree. When

@@ -19,6 +19,7 @@ using Clock = std::chrono::system_clock;
 
 constexpr const char* kStream = "NETCONF";
 constexpr const char* kNmNs = "urn:ietf:params:xml:ns:netmod:notification";
+constexpr std::string_view kNcnNs = "urn:ietf:params:xml:ns:yang:ietf-netconf-notifications";
 // Live events a subscriber may have pending before it counts as unable to keep up.
 constexpr std::size_t kQueueEvents = 1u << 20;
 // Notifications written to the connection in one go.
@@ -75,6 +76,42 @@ bool permitted(const ly_ctx* ctx, const SessionAccess& session, const nacm::Acce
         return false;
     }
     return session.maySend(access, module->name, type->name);
+}
+
+/// RFC 8341 3.4.5 and 3.4.6 for an RFC 6470 netconf-config-change: each edit names a data node
+/// by its path (keys included), so an edit whose target `access` may not read is left out. An
+/// event that had edits and keeps none says nothing the user may know: "" (not sent). Other
+/// events are returned as they are.
+std::string readableEvent(const ly_ctx* ctx, const nacm::Access& access, const std::string& content) {
+    const auto type = notify::eventType(content);
+    if (!type || type->name != "netconf-config-change" || type->ns != kNcnNs) {
+        return content;
+    }
+    Tree event = parseEvent(ctx, content);
+    if (!event) {
+        NCS_LOG(error) << "notifications: a config-change does not parse and is withheld: "
+                       << content.substr(0, 200);
+        return {};
+    }
+    std::size_t kept = 0;
+    std::size_t dropped = 0;
+    for (lyd_node *e = lyd_child(event.get()), *next = nullptr; e; e = next) {
+        next = e->next;
+        if (!e->schema || std::string_view(e->schema->name) != "edit") {
+            continue;
+        }
+        const lyd_node* target = child(e, "target");
+        if (target && access.readablePath(ctx, valueOf(target))) {
+            ++kept;
+        } else {
+            lyd_free_tree(e);
+            ++dropped;
+        }
+    }
+    if (dropped == 0) {
+        return content;
+    }
+    return kept > 0 ? printTree(event.get(), LYD_XML, LYD_PRINT_SHRINK) : std::string();
 }
 
 /// Appends one framed <notification> to `out`.
@@ -183,7 +220,16 @@ bool Server::deliverNotifications(Session& s) {
             !permitted(ctx_.get(), s.access, *access, content)) {
             return;
         }
-        const std::string selected = filter ? filtered(ctx_.get(), sub, content) : content;
+        std::string readable;
+        const std::string* shown = &content;
+        if (filter && !access->permitsAllReads()) {
+            readable = readableEvent(ctx_.get(), *access, content);
+            if (readable.empty()) {
+                return;
+            }
+            shown = &readable;
+        }
+        const std::string selected = filter ? filtered(ctx_.get(), sub, *shown) : *shown;
         if (selected.empty()) {
             return;
         }

@@ -301,6 +301,51 @@ def test_notifications_a_rule_denies_are_not_sent_and_are_counted(admin, users):
             m.close_session()
 
 
+def test_config_change_edits_name_only_what_the_subscriber_may_read(admin, users):
+    """RFC 8341 3.4.5/3.4.6 with RFC 6470: an edit's target shows a path and its keys, so the
+    limited user's config-change leaves out edits of secret0 and of descriptions, live and
+    replayed, and gets no event for a change it may not see at all; the administrator gets
+    every edit."""
+    sub_admin = users.connect()
+    sub_limited = users.connect(*LIMITED)
+    try:
+        for m in (sub_admin, sub_limited):
+            m.create_subscription()
+        # one edit-config: one readable change (pruned0) and two the limited user may not read
+        admin.edit_config(target="running", config=config(
+            iface("pruned0"), iface("secret0", description="changed"), iface("eth0", description="new-text")))
+        # one edit-config of secret0 only: nothing of it may reach the limited user
+        admin.edit_config(target="running", config=config(iface("secret0", description="again")))
+        replay = users.connect(*LIMITED)
+        replay.create_subscription(start_time="2000-01-01T00:00:00Z")
+
+        def changes(m):
+            out = []
+            while True:
+                n = m.take_notification(block=True, timeout=3)
+                if n is None:
+                    return out
+                if "netconf-config-change" in n.notification_xml:
+                    out.append(n.notification_xml)
+
+        seen_admin, seen_limited, replayed = changes(sub_admin), changes(sub_limited), changes(replay)
+        replay.close_session()
+        assert len(seen_admin) == 2
+        assert "secret0" in seen_admin[0] and "description" in seen_admin[0] and "pruned0" in seen_admin[0]
+        assert len(seen_limited) == 1, seen_limited
+        assert "pruned0" in seen_limited[0]
+        assert "secret0" not in seen_limited[0] and "description" not in seen_limited[0]
+        assert "changed-by" in seen_limited[0]
+        mine = [n for n in replayed if "pruned0" in n]
+        assert mine and all("secret0" not in n and "description" not in n for n in replayed)
+    finally:
+        admin.edit_config(target="running", config=config(
+            iface("pruned0", op="delete"),
+            iface("secret0", type_=None, extra='<description xmlns:nc="%s" nc:operation="remove"/>' % NC)))
+        for m in (sub_admin, sub_limited):
+            m.close_session()
+
+
 # ---- candidate and commit --------------------------------------------------------------------
 
 def test_commit_is_checked_against_the_committer(admin, limited):

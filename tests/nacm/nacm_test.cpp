@@ -190,6 +190,18 @@ void expectConsistent(const Access& a, const Tree& tree) {
                 EXPECT_EQ(a.allowed(n, op), reason.rfind("permitted", 0) == 0)
                     << pathOf(n) << " " << toString(op) << ": " << reason;
             }
+            // By its path alone (a config-change edit's target): the node's read rules, and the
+            // keys the path shows. A key leaf is never a target (its entry is).
+            if (!lysc_is_key(n->schema)) {
+                bool keys = true;
+                for (const lyd_node* p = n; p; p = lyd_parent(p)) {
+                    for (const lyd_node* k = p->schema->nodetype == LYS_LIST ? lyd_child(p) : nullptr;
+                         k && lysc_is_key(k->schema); k = k->next) {
+                        keys = keys && a.allowed(k, Op::Read);
+                    }
+                }
+                EXPECT_EQ(a.readablePath(ctx(), pathOf(n)), a.allowed(n, Op::Read) && keys) << pathOf(n);
+            }
             LYD_TREE_DFS_END(top, n);
         }
     }
