@@ -7,12 +7,27 @@
 #include <boost/log/utility/setup/console.hpp>
 #include <boost/log/utility/setup/file.hpp>
 
+#include <libyang/log.h>
+
 #include <iostream>
 #include <stdexcept>
+#include <string>
 
 namespace ncstore::log {
 
 namespace logging = boost::log;
+
+namespace {
+void libyangLog(LY_LOG_LEVEL level, const char* msg, const char* path) {
+    if (level == LY_LLERR || level == LY_LLWRN) {
+        NCS_LOG(debug) << "libyang: " << msg << (path ? std::string(" (") + path + ")" : std::string());
+    }
+}
+} // namespace
+
+void routeLibyang() {
+    ly_set_log_clb(libyangLog, 1);
+}
 
 logging::trivial::severity_level parseLevel(const std::string& level) {
     logging::trivial::severity_level sev{};

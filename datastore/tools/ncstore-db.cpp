@@ -3,9 +3,13 @@
 //   ncstore-db import [--datastore running|startup] FILE         (replaces the datastore's content)
 //   ncstore-db backup [DEST]       (SQLite online backup, 0600; default <data-dir>/ncstore.db.backup-<time>)
 //   ncstore-db check               (SQLite integrity check + every record loads and validates)
+//   ncstore-db history [ID]        (the commit history the server keeps: one line per commit, oldest
+//                                   first; with ID, that commit's changes too)
 // Common: --data-dir DIR, --yang-dir DIR..., --yang-search-dir DIR..., --no-default-models.
-// export, backup and check work beside a running server (SQLite WAL readers); import must not
+// export, backup, check and history work beside a running server (SQLite WAL readers); import must not
 // run while the server runs on the same data directory: the server would not see the change.
+#include "history.hpp"
+#include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
 #include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
@@ -16,7 +20,9 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace po = boost::program_options;
@@ -53,6 +59,46 @@ std::string timestamp() {
     return buf;
 }
 
+/// "2026-12-02T15:04:05.123456Z" for microseconds since the epoch.
+std::string utcTime(std::int64_t us) {
+    const std::time_t secs = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::ostringstream out;
+    out << buf << '.' << std::setw(6) << std::setfill('0') << us % 1000000 << 'Z';
+    return out.str();
+}
+
+/// The history journal (netconfd/history) read from the file: what `ncstore-client history` shows,
+/// without a server. `only`: print just that commit, with its changes.
+int printHistory(const ds::Store& store, std::optional<std::uint64_t> only) {
+    namespace history = netconfd::history;
+    bool found = false;
+    std::cout << "id\ttime\tuser\tsession\torigin\tchanges\tbytes\tcomment\n";
+    store.readJournal(history::kJournal, only ? *only - 1 : 0, [&](const ds::JournalRow& row) {
+        if (only && row.commitId != *only) {
+            return;
+        }
+        const history::Row r = history::decode(row.data, !only);
+        const history::Entry& e = r.entry;
+        std::cout << row.commitId << '\t' << utcTime(e.timeUs) << '\t' << e.user << '\t' << e.session << '\t'
+                  << ds::toString(e.origin) << '\t' << e.changes << '\t' << row.data.size() << '\t'
+                  << e.comment << '\n';
+        for (const history::Undo& u : r.undo) {
+            // The row keeps what undoes each change: the change itself is its op on that path.
+            std::cout << "  " << ds::toString(u.op) << ' ' << u.path << '\n';
+        }
+        found = true;
+    });
+    if (only && !found) {
+        std::cerr << "ncstore-db: commit " << *only << " is not in the history\n";
+        return 1;
+    }
+    return 0;
+}
+
 int run(int argc, char** argv) {
     po::options_description common("Options");
     common.add_options()("help,h", "print this help and exit")(
@@ -75,14 +121,25 @@ int run(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
     if (vm.count("help") || !vm.count("command")) {
-        std::cout << "ncstore-db export|import FILE|backup [DEST]|check [options]\n\n" << common << "\n";
+        std::cout << "ncstore-db export|import FILE|backup [DEST]|check|history [ID] [options]\n\n"
+                  << common << "\n";
         return vm.count("help") ? 0 : 2;
     }
     log::setup(vm["log-level"].as<std::string>());
+    log::routeLibyang();
 
     const std::filesystem::path dataDir = vm["data-dir"].as<std::string>();
     const std::filesystem::path dbFile = dataDir / "ncstore.db";
     const std::string command = vm["command"].as<std::string>();
+    std::optional<std::uint64_t> historyId;
+    if (command == "history" && vm.count("argument")) {
+        const std::string id = vm["argument"].as<std::string>();
+        if (id.empty() || id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos ||
+            id == "0") {
+            throw std::invalid_argument("history: ID must be a commit id (1, 2, ...), not '" + id + "'");
+        }
+        historyId = std::stoull(id);
+    }
     // As ncstored: a data directory others can write is refused, one import creates is private.
     if (command == "import") {
         files::preparePrivateDir(dataDir);
@@ -129,6 +186,9 @@ int run(int argc, char** argv) {
         std::cout << dbFile.string() << ": " << result << "\n";
         return result == "ok" ? 0 : 1;
     }
+    if (command == "history") {
+        return printHistory(*store, historyId);
+    }
     if (command == "export") {
         const LYD_FORMAT format = parseFormat(vm.count("format") ? vm["format"].as<std::string>() : "xml");
         std::string text;
@@ -170,7 +230,7 @@ int run(int argc, char** argv) {
         std::cout << "imported " << file << " into " << ds::toString(which) << "\n";
         return 0;
     }
-    throw std::invalid_argument("unknown command '" + command + "' (export, import, backup, check)");
+    throw std::invalid_argument("unknown command '" + command + "' (export, import, backup, check, history)");
 }
 
 } // namespace

@@ -21,12 +21,6 @@ namespace ncstore::netconfd {
 
 namespace {
 
-void libyangLog(LY_LOG_LEVEL level, const char* msg, const char* path) {
-    if (level == LY_LLERR || level == LY_LLWRN) {
-        NCS_LOG(debug) << "libyang: " << msg << (path ? std::string(" (") + path + ")" : std::string());
-    }
-}
-
 void writeFileAtomically(const std::filesystem::path& file, const std::string& content) {
     const auto tmp = file.string() + ".tmp";
     {
@@ -64,7 +58,7 @@ Server::Server(const ServerConfig& config)
     files::preparePrivateDir(config_.dataDir);
     files::preparePrivateDir(config_.dataDir / "authorized_keys");
 
-    ly_set_log_clb(libyangLog, 1);
+    log::routeLibyang();
     ctx_ = buildContext(modelOptions(config_));
     capabilities_ = serverCapabilities(ctx_.get());
     registerOperations();

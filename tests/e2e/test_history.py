@@ -323,3 +323,39 @@ def test_ncstore_client_history_and_rollback(server, m, tmp_path):
     # compare: what changed since the commit with cli1, as an edit (cli1 removed)
     out = run("compare", "--from", str(later))
     assert "cli1" in out and "remove" in out and "cli0" not in out
+
+
+def test_ncstore_db_history_reads_the_journal_beside_the_running_server(server, m):
+    """`ncstore-db history` reads the history from the store's file (no server needed, and beside
+    a running one): the commits <get> lists, and with an id that commit's changes by path."""
+    import os
+    import subprocess
+    import ncserver
+
+    db = os.environ.get("NCSTORE_DB")
+    assert db and os.access(db, os.X_OK), "NCSTORE_DB must name ncstore-db"
+
+    def run(*args):
+        out = subprocess.run([db, "--data-dir", server.data_dir, "history"] + list(args),
+                             capture_output=True, text=True, timeout=120)
+        return out.returncode, out.stdout, out.stderr
+
+    edit(m, config(iface("db0")))  # the first interface creates /interfaces: a change of its own
+    edit(m, config(iface("db1")), comment="listed offline")
+    listed = commits(m)
+    rc, out, err = run()
+    assert rc == 0 and err == "", err
+    lines = out.splitlines()
+    assert lines[0].split("\t") == ["id", "time", "user", "session", "origin", "changes", "bytes", "comment"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [r[0] for r in rows] == [c["id"] for c in listed]
+    assert rows[-1][2] == ncserver.USER and rows[-1][4] == "edit" and rows[-1][7] == "listed offline"
+    assert [r[5] for r in rows] == [c["changes"] for c in listed]
+
+    rc, out, err = run(listed[-1]["id"])
+    assert rc == 0 and err == "", err
+    assert out.splitlines()[2:] == ["  create /ietf-interfaces:interfaces/interface[name='db1']"]
+    rc, out, err = run("999999")
+    assert rc == 1 and "commit 999999 is not in the history" in err
+    rc, out, err = run("x")
+    assert rc == 1 and "must be a commit id" in err

@@ -12,6 +12,11 @@ namespace ncstore::log {
 /// fatal; `file` empty means stderr. Safe to call again (reconfigures).
 void setup(const std::string& level, const std::string& file = "");
 
+/// Sends libyang's own messages to this log at debug level instead of stderr: its errors are
+/// reported with context by whoever called it, and a standard module's compile warnings are not
+/// an operator's business.
+void routeLibyang();
+
 /// Parses a level name; throws std::invalid_argument on an unknown one.
 boost::log::trivial::severity_level parseLevel(const std::string& level);
 
