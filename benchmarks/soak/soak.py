@@ -331,8 +331,10 @@ def start_server(binary, data_dir, log_path, extra):
                    text=True, check=True, capture_output=True)
     port_file = os.path.join(os.path.dirname(data_dir), "port")
     log = open(log_path, "a")
+    # info: a line per session and per failed SSH handshake (a connection closed before its hello
+    # is explained there), none per RPC.
     proc = subprocess.Popen([binary, "--data-dir", data_dir, "--listen", "127.0.0.1", "--port", "0",
-                             "--print-port-file", port_file, "--log-level", "warning",
+                             "--print-port-file", port_file, "--log-level", "info",
                              "--max-sessions", "256", *extra], stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 60
     while not os.path.exists(port_file) or not open(port_file).read().strip():
