@@ -28,7 +28,7 @@ struct ServerConfig {
     std::vector<std::filesystem::path> yangSearchDirs; ///< imports only
     bool defaultModels = true;
     std::string durability = "full";
-    std::uint64_t sqliteCacheMb = 64; ///< SQLite's page cache (ds::StoreOptions::cacheBytes)
+    std::uint64_t sqliteCacheMb = 16; ///< SQLite's page cache (ds::StoreOptions::cacheBytes)
     std::string logLevel = "info";
     std::string logFile;
     unsigned idleTimeout = 0; ///< seconds; 0: never drop idle sessions

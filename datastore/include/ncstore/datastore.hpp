@@ -204,7 +204,7 @@ struct StoreOptions {
     /// SQLite's page cache, the file's pages the writer keeps in memory (reads never use it:
     /// they read the trees). It fills up to this as the file is written and read, the journals'
     /// rows included, and stays there: part of the server's steady memory, not a leak.
-    std::uint64_t cacheBytes = 64u * 1024 * 1024;
+    std::uint64_t cacheBytes = 16u * 1024 * 1024;
     /// A listener that falls further behind loses change sets (ChangeListener::lost): commits
     /// never wait for listeners, so this bounds the memory they hold.
     std::size_t maxUnpublished = 65536;
