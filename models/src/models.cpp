@@ -171,7 +171,7 @@ Context buildContext(const ModelOptions& options) {
         load(ctx.get(), "notifications", "2008-07-14", nullptr);
         load(ctx.get(), "nc-notifications", "2008-07-14", nullptr);
         load(ctx.get(), "ietf-netconf-notifications", nullptr, nullptr);
-        // The commit history (netconfd/history): /commits, rollback, comments on writes.
+        // The commit history (history/): /commits, rollback, comments on writes.
         load(ctx.get(), "ncstore-commits", "2026-12-02", nullptr);
     }
 

@@ -1,5 +1,5 @@
 // The commit history's operations (ncstore-commits): rollback to the state right after a commit,
-// and compare two states. The history itself is netconfd/history; its listing is state data
+// and compare two states. The history itself is history/; its listing is state data
 // (state.cpp).
 #include "rpcargs.hpp"
 #include "server.hpp"

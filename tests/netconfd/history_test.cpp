@@ -1,4 +1,4 @@
-// The commit history (netconfd/history) on a real store: what a row holds and that it decodes
+// The commit history (history/) on a real store: what a row holds and that it decodes
 // back, that inverting the rows of later commits gives back the exact state after any earlier
 // commit (ordered-by-user order included), retention, and what a restart finds. The NETCONF side
 // is in tests/e2e/test_history.py.
