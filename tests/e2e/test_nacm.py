@@ -77,6 +77,14 @@ def rpc_error(call):
     return e.value
 
 
+def remove_test_changes(m, created):
+    """Deletes interface `created` and secret0's description: what a test added to the store the
+    `admin` fixture sets up."""
+    m.edit_config(target="running", config=config(
+        iface(created, op="delete"),
+        iface("secret0", type_=None, extra='<description xmlns:nc="%s" nc:operation="remove"/>' % NC)))
+
+
 @pytest.fixture(scope="module")
 def users(server):
     # Added while the server runs, without a group: takes effect at once; the admin puts them in.
@@ -339,11 +347,35 @@ def test_config_change_edits_name_only_what_the_subscriber_may_read(admin, users
         mine = [n for n in replayed if "pruned0" in n]
         assert mine and all("secret0" not in n and "description" not in n for n in replayed)
     finally:
-        admin.edit_config(target="running", config=config(
-            iface("pruned0", op="delete"),
-            iface("secret0", type_=None, extra='<description xmlns:nc="%s" nc:operation="remove"/>' % NC)))
+        remove_test_changes(admin, "pruned0")
         for m in (sub_admin, sub_limited):
             m.close_session()
+
+
+def test_compare_shows_only_what_the_user_may_read(admin, limited):
+    """The commit history's compare answers a limited user with the edit between two states as
+    that user may read them: secret0 and the descriptions are not in it, the rest is."""
+    from lxml import etree
+    cc = "urn:ncstore:yang:ncstore-commits"
+
+    def last_commit(m):
+        reply = m.get(filter=("subtree", '<commits xmlns="%s"/>' % cc)).data_ele
+        return int(reply.findall("{%s}commits/{%s}commit/{%s}id" % (cc, cc, cc))[-1].text)
+
+    start = last_commit(admin)
+    admin.edit_config(target="running", config=config(
+        iface("cmp0"), iface("secret0", description="compared"), iface("eth0", description="other-text")))
+    try:
+        def answer(m):
+            body = '<compare xmlns="%s"><from>%d</from></compare>' % (cc, start)
+            return m.dispatch(etree.fromstring(body)).xml
+
+        full, seen = answer(admin), answer(limited)
+        assert "cmp0" in full and "secret0" in full and "other-text" in full
+        assert "cmp0" in seen
+        assert "secret0" not in seen and "description" not in seen and "other-text" not in seen
+    finally:
+        remove_test_changes(admin, "cmp0")
 
 
 # ---- candidate and commit --------------------------------------------------------------------
