@@ -77,6 +77,18 @@ def rpc_error(call):
     return e.value
 
 
+def notifications(m, containing=""):
+    """The notifications `m` receives until none comes for 3 s (those whose XML contains
+    `containing`)."""
+    out = []
+    while True:
+        n = m.take_notification(block=True, timeout=3)
+        if n is None:
+            return out
+        if containing in n.notification_xml:
+            out.append(n.notification_xml)
+
+
 def remove_test_changes(m, created):
     """Deletes interface `created` and secret0's description: what a test added to the store the
     `admin` fixture sets up."""
@@ -291,14 +303,7 @@ def test_notifications_a_rule_denies_are_not_sent_and_are_counted(admin, users):
         admin.edit_config(target="running", config=config(iface("notified0")))
         users.connect(*LIMITED).close_session()  # a session-start and -end both may see
 
-        def take(m):
-            out = []
-            while True:
-                n = m.take_notification(block=True, timeout=3)
-                if n is None:
-                    return out
-                out.append(n.notification_xml)
-        seen_admin, seen_limited = take(sub_admin), take(sub_limited)
+        seen_admin, seen_limited = notifications(sub_admin), notifications(sub_limited)
         assert any("notified0" in n for n in seen_admin)
         assert not any("netconf-config-change" in n for n in seen_limited)
         assert any("netconf-session-end" in n for n in seen_limited)
@@ -327,16 +332,8 @@ def test_config_change_edits_name_only_what_the_subscriber_may_read(admin, users
         replay = users.connect(*LIMITED)
         replay.create_subscription(start_time="2000-01-01T00:00:00Z")
 
-        def changes(m):
-            out = []
-            while True:
-                n = m.take_notification(block=True, timeout=3)
-                if n is None:
-                    return out
-                if "netconf-config-change" in n.notification_xml:
-                    out.append(n.notification_xml)
-
-        seen_admin, seen_limited, replayed = changes(sub_admin), changes(sub_limited), changes(replay)
+        seen_admin, seen_limited, replayed = (notifications(m, "netconf-config-change")
+                                              for m in (sub_admin, sub_limited, replay))
         replay.close_session()
         assert len(seen_admin) == 2
         assert "secret0" in seen_admin[0] and "description" in seen_admin[0] and "pruned0" in seen_admin[0]
