@@ -28,7 +28,7 @@ TEST(Options, Defaults) {
     EXPECT_TRUE(cmd.config.portFile.empty());
     EXPECT_EQ(cmd.config.historyMaxCommits, 1000u);
     EXPECT_EQ(cmd.config.historyMaxBytes, 64u * 1024 * 1024);
-    EXPECT_EQ(cmd.config.sqliteCacheMb, 64u);
+    EXPECT_EQ(cmd.config.sqliteCacheMb, 16u);
 }
 
 TEST(Options, SqliteCache) {
