@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 namespace ncstore::netconfd::history {
@@ -485,6 +486,11 @@ void invert(const ly_ctx* ctx, Tree& forest, const Row& row) {
 
 History::History(ds::Store& store, const ly_ctx* ctx, Options options)
     : store_(store), ctx_(ctx), options_(options) {
+    if (!enabled()) {
+        store_.trimJournal(kJournal, std::numeric_limits<std::int64_t>::max());
+        NCS_LOG(info) << "commit history: off (nothing recorded; an earlier history was dropped)";
+        return;
+    }
     std::size_t damaged = 0;
     store_.readJournal(kJournal, 0, [&](const ds::JournalRow& r) {
         try {
@@ -510,6 +516,9 @@ History::History(ds::Store& store, const ly_ctx* ctx, Options options)
 }
 
 History::~History() {
+    if (!enabled()) {
+        return; // nothing registered, no thread
+    }
     store_.removeListener(*this);
     // The store outlives this object: its hook must not call into it any more.
     store_.addJournal(kJournal, [](const ds::ChangeSet&) { return std::vector<std::string>{}; });

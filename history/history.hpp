@@ -21,6 +21,10 @@
 //  - Retention: at most Options::maxCommits commits and Options::maxBytes bytes of rows; the
 //    oldest go first, the newest always stays (a single commit larger than maxBytes is kept
 //    alone until the next one). Applied at start too, when the options shrank.
+//  - Off (Options::maxCommits 0): nothing is recorded and the commit path carries no hook at
+//    all; a history left in the file by an earlier start is dropped at once, because a later
+//    start with the history on could not know which commits it missed meanwhile, and a rollback
+//    across them would be wrong.
 //  - Rollback to N (stateAfter()): running as it was right after commit N is running now with
 //    the rows of every later commit inverted, newest commit first and, within a commit, last
 //    change first (changes.hpp promise 2 makes that exact, ordered-by-user order included; the
@@ -61,7 +65,7 @@ inline constexpr const char* kJournal = "history";
 inline constexpr unsigned char kRowVersion = 2;
 
 struct Options {
-    std::uint64_t maxCommits = 1000;
+    std::uint64_t maxCommits = 1000; ///< 0: the history is off
     std::uint64_t maxBytes = 64u << 20;
 };
 
@@ -131,7 +135,9 @@ public:
     History(const History&) = delete;
     History& operator=(const History&) = delete;
 
-    /// The commits kept, oldest first.
+    /// Whether commits are recorded (Options::maxCommits > 0).
+    bool enabled() const noexcept { return options_.maxCommits > 0; }
+    /// The commits kept, oldest first (none when off).
     std::vector<Entry> entries() const;
     /// Whether commit `id` is kept.
     bool contains(std::uint64_t id) const;

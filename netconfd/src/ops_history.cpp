@@ -23,6 +23,14 @@ Tree copyOf(const lyd_node* tree, const char* why) {
     return Tree{copy};
 }
 
+void requireHistory(const history::History& h, const char* op) {
+    if (!h.enabled()) {
+        throw RpcError(ErrorTag::OperationNotSupported, ErrorType::Application,
+                       std::string(op) +
+                           ": the commit history is off on this server (--history-max-commits 0)");
+    }
+}
+
 } // namespace
 
 std::uint64_t Server::copyRunning(Tree& out, const char* why) const {
@@ -32,6 +40,7 @@ std::uint64_t Server::copyRunning(Tree& out, const char* why) const {
 }
 
 Reply Server::opCompare(Request& r) {
+    requireHistory(*history_, "compare");
     const lyd_node* fromNode = rpcargs::child(r.op, "from"); // mandatory: the schema checked it is there
     if (!fromNode) {
         throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "compare needs <from>")
@@ -56,6 +65,7 @@ Reply Server::opCompare(Request& r) {
 }
 
 Reply Server::opRollback(Request& r) {
+    requireHistory(*history_, "rollback");
     const lyd_node* idNode = rpcargs::child(r.op, "id"); // mandatory: the schema checked it is there
     if (!idNode) {
         throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "rollback needs <id>")

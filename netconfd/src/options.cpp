@@ -53,7 +53,8 @@ po::options_description fileOptions(ServerConfig& c) {
         ("notification-queue-bytes", po::value<std::uint64_t>(&c.notificationQueueBytes)->default_value(c.notificationQueueBytes),
             "a subscriber whose unsent notifications exceed this is disconnected (it can replay what it missed)")
         ("history-max-commits", po::value<std::uint64_t>(&c.historyMaxCommits)->default_value(c.historyMaxCommits),
-            "commits of running the commit history keeps at most (the oldest go first)")
+            "commits of running the commit history keeps at most (the oldest go first); 0 turns the history off "
+            "and drops the one kept so far")
         ("history-max-bytes", po::value<std::uint64_t>(&c.historyMaxBytes)->default_value(c.historyMaxBytes),
             "bytes of undo data the commit history keeps at most (the oldest commits go first; the newest always stays)")
         ("print-port-file", po::value<std::string>(), "write the bound port to this file once listening")
@@ -170,8 +171,8 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
         throw OptionsError("--notification-log-events and --notification-log-days must be at least 1, "
                            "--notification-queue-bytes at least 4096");
     }
-    if (c.historyMaxCommits == 0 || c.historyMaxBytes < 4096) {
-        throw OptionsError("--history-max-commits must be at least 1, --history-max-bytes at least 4096");
+    if (c.historyMaxBytes < 4096) {
+        throw OptionsError("--history-max-bytes must be at least 4096");
     }
     if (c.sqliteCacheMb == 0 || c.sqliteCacheMb > (1u << 20)) {
         throw OptionsError("--sqlite-cache-mb must be 1..1048576");

@@ -41,7 +41,7 @@ struct ServerConfig {
     std::uint64_t notificationLogEvents = 100000; ///< events the replay log keeps at most
     unsigned notificationLogDays = 7;             ///< days the replay log keeps an event at most
     std::uint64_t notificationQueueBytes = 64u << 20; ///< a subscriber's queue: past it, it is cut
-    std::uint64_t historyMaxCommits = 1000;           ///< commits the commit history keeps at most
+    std::uint64_t historyMaxCommits = 1000;           ///< commits the commit history keeps at most (0: off)
     std::uint64_t historyMaxBytes = 64u << 20;        ///< bytes of undo data it keeps at most
     std::filesystem::path portFile;
     /// NACM recovery user (RFC 8341 3.3.3): their sessions are not checked; "" for none.

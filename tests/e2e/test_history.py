@@ -299,6 +299,96 @@ def test_history_survives_a_restart_and_a_kill(small_server):
         m.close_session()
 
 
+def test_kill_9_amid_commits_leaves_history_and_data_in_step(small_server):
+    """Writers commit one interface each, with its name as comment, until kill -9. After the
+    restart every acknowledged commit is in the history and in running, and the history lists a
+    commit exactly for the interfaces running holds: an edit the kill cut off is in both (durable
+    before its reply went out) or in neither, never in one alone."""
+    import threading
+    import time
+
+    small_server.extra_args = ["--history-max-commits", "100000"]
+    small_server.restart()
+    acked, lock, stop = [], threading.Lock(), threading.Event()
+
+    def writer(w):
+        try:
+            s = small_server.connect()
+            i = 0
+            while not stop.is_set():
+                name = "hk%d-%d" % (w, i)
+                edit(s, config(iface(name)), comment=name)
+                with lock:
+                    acked.append(name)
+                i += 1
+        except Exception:
+            pass  # killed under us: the reply of the edit in flight may never come
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 30
+    while len(acked) < 60 and time.time() < deadline:
+        time.sleep(0.02)
+    small_server.kill()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    with lock:
+        acknowledged = set(acked)
+    assert acknowledged, "no commit was acknowledged before the kill"
+
+    small_server.start()
+    m = small_server.connect()
+    try:
+        listed = {c["comment"] for c in commits(m) if c["comment"].startswith("hk")}
+        present = {n for n in interfaces(m) if n.startswith("hk")}
+        assert acknowledged <= present, "acknowledged but not in running: %s" % sorted(acknowledged - present)[:5]
+        assert acknowledged <= listed, "acknowledged but not in the history: %s" % sorted(acknowledged - listed)[:5]
+        assert listed == present, ("history and running disagree after kill -9: only in the history %s, "
+                                   "only in running %s" % (sorted(listed - present)[:5], sorted(present - listed)[:5]))
+    finally:
+        m.close_session()
+        small_server.extra_args = ["--history-max-commits", "3"]
+        small_server.restart()
+
+
+def test_history_off_records_nothing_and_drops_what_was_kept(small_server):
+    """--history-max-commits 0: no commit listed, rollback and compare refused with
+    operation-not-supported, edits unaffected; turned on again, the history starts afresh (what an
+    earlier start kept is gone: commits made while it was off could not be undone)."""
+    m = small_server.connect()
+    edit(m, config(iface("off0")), comment="before off")
+    kept = last_id(m)
+    m.close_session()
+    small_server.extra_args = ["--history-max-commits", "0"]
+    small_server.restart()
+    m = small_server.connect()
+    try:
+        assert commits(m) == []
+        edit(m, config(iface("off1")), comment="while off")
+        assert "off1" in interfaces(m) and commits(m) == []
+        for refused in (lambda: rollback(m, kept), lambda: compare(m, kept)):
+            with pytest.raises(RPCError) as e:
+                refused()
+            assert e.value.tag == "operation-not-supported"
+            assert "history is off" in e.value.message
+    finally:
+        m.close_session()
+        small_server.extra_args = ["--history-max-commits", "3"]
+        small_server.restart()
+    m = small_server.connect()
+    try:
+        assert commits(m) == []
+        edit(m, config(iface("off2")), comment="on again")
+        listed = commits(m)
+        assert [c["comment"] for c in listed] == ["on again"]
+        rollback(m, int(listed[0]["id"]))  # the one commit kept can be gone back to
+        assert "off2" in interfaces(m) and "off1" in interfaces(m)
+    finally:
+        m.close_session()
+
+
 def test_ncstore_client_history_and_rollback(server, m, tmp_path):
     """The project's libnetconf2 client: `history` lists the commits, `rollback --id --comment`
     goes back and prints the new commit's id."""
