@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <unordered_set>
 #include <utility>
 
 namespace ncstore::netconfd::history {
@@ -639,6 +640,88 @@ bool History::contains(std::uint64_t id) const {
     const auto it = std::lower_bound(index_.begin(), index_.end(), id,
                                      [](const Entry& e, std::uint64_t value) { return e.id < value; });
     return it != index_.end() && it->id == id;
+}
+
+History::RollbackEdit History::rollbackEdit(std::uint64_t id) const {
+    if (!contains(id)) {
+        throw ds::Error(ds::ErrorTag::InvalidValue,
+                        "commit " + std::to_string(id) +
+                            " is not in the commit history (unknown, or no longer kept)");
+    }
+    std::vector<Row> rows; // of the commits after `id`, oldest first
+    std::vector<std::string> paths;
+    std::unordered_set<std::string> seen;
+    std::uint64_t through = id;
+    // Reads the durable rows after those read so far, up to commit `limit`; false: none.
+    auto readRows = [&](std::uint64_t limit) {
+        const std::size_t before = rows.size();
+        store_.readJournal(kJournal, through, [&](const ds::JournalRow& r) {
+            if (r.commitId > limit) {
+                return;
+            }
+            Row row;
+            try {
+                row = decode(r.data);
+            } catch (const std::exception& e) {
+                throw ds::Error(ds::ErrorTag::OperationFailed,
+                                "commit " + std::to_string(r.commitId) + " cannot be undone: " + e.what());
+            }
+            row.entry.id = r.commitId;
+            for (const Undo& u : row.undo) {
+                if (seen.insert(u.path).second) {
+                    paths.push_back(u.path);
+                }
+            }
+            rows.push_back(std::move(row));
+            through = r.commitId;
+        });
+        return rows.size() > before;
+    };
+    readRows(std::numeric_limits<std::uint64_t>::max());
+    RollbackEdit out;
+    RegionOf from;
+    for (;;) {
+        // Every write up to `base` is durable once read() returns, so its row is in the file: a
+        // row that was not yet when the journal was read widens the region, and it is copied again.
+        out.base = store_.read(ds::Datastore::Running, [&](const lyd_node* running) {
+            try {
+                from = regionOf(ctx_, running, paths);
+            } catch (const ds::Error&) {
+                throw;
+            } catch (const std::exception& e) {
+                throw ds::Error(ds::ErrorTag::OperationFailed,
+                                "the commits after " + std::to_string(id) + " cannot be undone: " + e.what());
+            }
+        });
+        if (!readRows(out.base)) {
+            break;
+        }
+    }
+    if (id > out.base) {
+        throw ds::Error(ds::ErrorTag::OperationFailed,
+                        "running changed while the rollback read it: try again");
+    }
+    Tree to;
+    if (from.tree) {
+        lyd_node* copy = nullptr;
+        if (lyd_dup_siblings(from.tree.get(), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) !=
+            LY_SUCCESS) {
+            throw YangError("cannot copy part of running for a rollback", ctx_);
+        }
+        to.reset(copy);
+    }
+    for (auto r = rows.rbegin(); r != rows.rend(); ++r) {
+        invert(ctx_, to, *r);
+    }
+    for (const std::string& path : from.kept) {
+        // Still there in running: not a default node, whatever is left of it in the copy.
+        if (lyd_node* n = find(to, path)) {
+            makeExplicit(n);
+        }
+    }
+    out.commits = rows.size();
+    out.edit = editBetween(ctx_, from.tree.get(), to.get());
+    return out;
 }
 
 Tree History::stateAfter(std::uint64_t id, Tree running, std::uint64_t runningId) const {

@@ -29,11 +29,14 @@
 //    the rows of every later commit inverted, newest commit first and, within a commit, last
 //    change first (changes.hpp promise 2 makes that exact, ordered-by-user order included; the
 //    order of system-ordered entries is not configuration: a re-created one comes after its
-//    siblings). Only commits still in the index can be rolled back to. The server writes the result as ONE
-//    new commit of running by the requesting user, validated and checked like a copy-config.
-//  - Known limits: stateAfter() works on a copy of running, so its cost is proportional to the
-//    size of running, not only to what is undone (issue 14 wants the latter). A row that no
-//    longer decodes under the current models (a module removed or changed), or an inversion
+//    siblings). Only commits still in the index can be rolled back to. The server writes the
+//    result as ONE new commit of running by the requesting user, an edit validated and checked
+//    like an edit-config, on exactly the state it was computed from.
+//  - A rollback costs what it undoes (rollbackEdit()): the later commits' rows are undone on a copy
+//    of only the part of running they touch. compare (stateAfter()) still works on whole copies
+//    of running, at a cost that grows with its size.
+//  - Known limits: a row that no longer decodes under the current models (a module removed or changed), or an
+//  inversion
 //    that no longer applies, fails the rollback with the commit and path named; nothing is
 //    written. An ordered-by-user instance that validation removed (a `when` turned false) has no
 //    old position (changes.hpp): undoing that puts it last in its list. After a failed transaction (datastore
@@ -117,6 +120,25 @@ Row decode(std::string_view data, bool headerOnly = false);
 /// change that does not apply or does not decode under `ctx`.
 void invert(const ly_ctx* ctx, Tree& forest, const Row& row);
 
+/// The part of `running` (a datastore's whole tree, any top-level sibling, or null) that undoing
+/// changes at `paths` (data paths as change sets name them) reads and writes, as a new forest in
+/// running's order: the node at each path that exists, with its subtree; for a path that does not
+/// exist, its deepest existing ancestor; the ancestors of all these; and every instance of the
+/// ordered-by-user lists and leaf-lists these belong to or go back into, so that positions undo
+/// exactly (nodes copied only for their place hold their keys and nothing else). Undoing the
+/// changes on a copy of it and comparing (editBetween) gives the edit that undoes them on running.
+/// Safe beside other readers of `running` (no libyang lookup that touches its hash tables' state).
+/// Cost: the size of what it copies (an ordered-by-user list around a path is copied whole, keys
+/// only). Throws std::runtime_error for a path the models loaded now do not have.
+struct RegionOf {
+    Tree tree;
+    /// Non-presence containers of the region that hold, in running, explicit nodes outside it:
+    /// they stay whatever undoing does inside the region, though their copy may end up empty
+    /// (libyang then flags it a default node, and a comparison would take it for removed).
+    std::vector<std::string> kept;
+};
+RegionOf regionOf(const ly_ctx* ctx, const lyd_node* running, const std::vector<std::string>& paths);
+
 /// What changed from `from` to `to` (two whole states of running, either may be null) as the
 /// content of an edit-config <config> that makes `from` into `to` when applied to it (default
 /// operation merge): created nodes whole with nc:operation="create", deleted ones by their keys
@@ -141,6 +163,19 @@ public:
     std::vector<Entry> entries() const;
     /// Whether commit `id` is kept.
     bool contains(std::uint64_t id) const;
+
+    /// What a rollback to commit `id` writes: the content of an edit-config <config> (editBetween's
+    /// form, "" when running is that state already) that makes running as it was right after
+    /// commit `id`, computed at the cost of what it undoes: the rows of the later commits, undone
+    /// on a copy of only the region of running they touch (regionOf). `base` is the commit of
+    /// running it was computed from: apply it with ds::EditOptions::unchangedSince = base, so that
+    /// it lands on exactly that state or not at all. Throws ds::Error as stateAfter() does.
+    struct RollbackEdit {
+        std::string edit;
+        std::uint64_t base = 0;
+        std::size_t commits = 0; ///< commits undone
+    };
+    RollbackEdit rollbackEdit(std::uint64_t id) const;
 
     /// Running as it was right after commit `id`, from `running` (a copy of running, whose last
     /// write is commit `runningId`, as Store::read() returns it): the rows of the commits in

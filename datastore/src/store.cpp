@@ -42,6 +42,7 @@ public:
                                                                  options.maxWalBytes, options.cacheBytes);
         install(loader_.load(*persistence));
         appliedSeq_ = persistence->lastCommitId();
+        runningWrittenAt_ = appliedSeq_;
         writer_ = std::make_unique<detail::Writer>(
             std::move(persistence), options, publisher_,
             [this](detail::Persistence& p, const std::function<void()>& drain, std::uint64_t firstFailed) {
@@ -51,6 +52,7 @@ public:
                 NCS_LOG(warning) << "datastore: reloading " << options_.file << " after a failed commit";
                 install(loader_.load(p));
                 ++runningGeneration_;
+                runningWrittenAt_ = appliedSeq_;
                 if (candidate_.own() && candidate_.baseSeq() >= firstFailed) {
                     // Copied from running while a write that failed was in it.
                     NCS_LOG(warning) << "datastore: candidate was copied from running while a failed write "
@@ -198,6 +200,13 @@ public:
         {
             std::unique_lock lock(mutex_);
             checkWritable(who, ds);
+            if (options.unchangedSince && ds == Datastore::Running &&
+                runningWrittenAt_ > *options.unchangedSince) {
+                ++failed_;
+                throw StaleRead("running was written (commit " + std::to_string(runningWrittenAt_) +
+                                ") since the read this edit was computed from (commit " +
+                                std::to_string(*options.unchangedSince) + ")");
+            }
             const bool hadOwnCandidate = candidate_.own();
             if (ds == Datastore::Candidate) {
                 candidate_.branch(trees_[index(Datastore::Running)].get(), runningGeneration_, appliedSeq_);
@@ -297,6 +306,9 @@ public:
                 timing.serializeUs = usSince(t0);
                 durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
                 timing.commitId = appliedSeq_;
+                if (ds == Datastore::Running) {
+                    runningWrittenAt_ = appliedSeq_;
+                }
             }
         }
         if (durable.valid()) {
@@ -355,6 +367,9 @@ public:
             trees_[index(ds)] = std::move(content);
             durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
             timing.commitId = appliedSeq_;
+            if (ds == Datastore::Running) {
+                runningWrittenAt_ = appliedSeq_;
+            }
         }
         old.reset();
         t0 = Clock::now();
@@ -420,6 +435,7 @@ public:
             ++runningGeneration_;
             durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
             timing.commitId = appliedSeq_;
+            runningWrittenAt_ = appliedSeq_;
         }
         oldRunning.reset();
         const auto t0 = Clock::now();
@@ -558,6 +574,7 @@ public:
     detail::LockTable locks_;
     std::uint64_t runningGeneration_ = 0; // counts running's writes: candidate_'s incremental commit
     std::uint64_t appliedSeq_ = 0;        // the commit id of the last write applied in memory
+    std::uint64_t runningWrittenAt_ = 0;  // ... and of the last write of running (unchangedSince)
 
     std::atomic<std::uint64_t> failed_{0};
     detail::Publisher publisher_{options_.maxUnpublished}; // outlives the writer, which feeds it

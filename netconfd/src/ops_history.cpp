@@ -1,6 +1,8 @@
 // The commit history's operations (ncstore-commits): rollback to the state right after a commit,
 // and compare two states. The history itself is history/; its listing is state data
 // (state.cpp).
+#include "access.hpp"
+#include "editcontent.hpp"
 #include "rpcargs.hpp"
 #include "server.hpp"
 
@@ -77,18 +79,36 @@ Reply Server::opRollback(Request& r) {
         comment = "rollback to commit " + std::to_string(id);
     }
 
-    Tree running;
-    const std::uint64_t runningId = copyRunning(running, "copying running for a rollback");
-    const Tree target = history_->stateAfter(id, std::move(running), runningId);
-
-    // One write of running by the requesting user, as a copy-config with inline content: NACM
-    // write checks, other sessions' locks (in-use) and validation apply. A write made meanwhile
-    // by someone else is undone as well: the result is running as it was right after `id`.
-    WriteCheck check = writeCheck(r, true);
-    ds::WriteContext who = check.context(writer(r.session));
-    who.comment = comment;
-    const ds::WriteTiming timing =
-        check.run(*store_, [&] { return store_->replace(who, ds::Datastore::Running, target.get()); });
+    // One edit of running by the requesting user: NACM write checks, other sessions' locks
+    // (in-use) and validation apply as to an edit-config. It is computed from one state of
+    // running and lands on exactly that state: a write made meanwhile by anyone (undone as well
+    // when it came first) makes it computed again.
+    constexpr int kAttempts = 5;
+    ds::WriteTiming timing;
+    for (int attempt = 1;; ++attempt) {
+        const history::History::RollbackEdit plan = history_->rollbackEdit(id);
+        if (plan.edit.empty()) {
+            break; // running is that state already
+        }
+        const Tree edit = parseEditContent(ctx_.get(), plan.edit);
+        WriteCheck check = writeCheck(r, nacmTop(edit.get()) != nullptr);
+        ds::WriteContext who = check.context(writer(r.session));
+        who.comment = comment;
+        ds::EditOptions options;
+        options.unchangedSince = plan.base;
+        try {
+            timing = check.run(
+                *store_, [&] { return store_->edit(who, ds::Datastore::Running, edit.get(), options); });
+            NCS_LOG(debug) << "rollback to commit " << id << ": " << plan.commits << " commits undone"
+                           << plan.edit;
+            break;
+        } catch (const ds::StaleRead&) {
+            if (attempt == kAttempts) {
+                throw RpcError(ErrorTag::OperationFailed, ErrorType::Application,
+                               "running kept changing while the rollback was computed: try again");
+            }
+        }
+    }
     NCS_LOG(info) << "session " << r.session.id << " (" << r.session.user << "): rollback to commit " << id
                   << (timing.commitId ? " as commit " + std::to_string(timing.commitId) : std::string());
     Reply reply;

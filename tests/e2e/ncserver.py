@@ -81,7 +81,7 @@ class Server:
         if os.path.exists(portfile):
             os.unlink(portfile)
         cmd = [self.binary, "--data-dir", self.data_dir, "--listen", "127.0.0.1", "--port", "0",
-               "--print-port-file", portfile, "--log-level", "info"] + self.extra_args
+               "--print-port-file", portfile, "--log-level", os.environ.get("NCSTORE_E2E_LOG_LEVEL", "info")] + self.extra_args
         with open(self.log_path, "a") as log:
             log.write("\n=== %s\n" % " ".join(cmd))
             log.flush()

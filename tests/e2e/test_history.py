@@ -175,7 +175,7 @@ def test_rollback_restores_the_exact_configuration_of_any_commit(m):
         assert int(listed[-1]["id"]) == new_id
         assert listed[-1]["comment"] == "back to %d" % target
         assert listed[-1]["user"] == "e2e"
-        assert listed[-1]["operation"] == "replace"
+        assert listed[-1]["operation"] == "edit"  # an edit of only what it undoes
     # Rolling back to where running is changes nothing: no new commit.
     here = last_id(m)
     assert rollback(m, here) is None

@@ -360,6 +360,94 @@ TEST_F(HistoryTest, RollingBackToAnyCommitGivesItsExactState) {
     EXPECT_TRUE(history_->contains(id)) << "the rollback is a commit of its own";
 }
 
+/// A rollback as the server writes it: rollbackEdit(), applied as an edit on the state it was
+/// computed from. Returns the new commit's id (0: nothing to change).
+std::uint64_t rollbackTo(ds::Store& store, const History& history, std::uint64_t id) {
+    const History::RollbackEdit plan = history.rollbackEdit(id);
+    if (plan.edit.empty()) {
+        return 0;
+    }
+    const Tree e = parseEditContent(context(), plan.edit);
+    ds::EditOptions o;
+    o.unchangedSince = plan.base;
+    return store.edit({7, "alice"}, ds::Datastore::Running, e.get(), o).commitId;
+}
+
+TEST_F(HistoryTest, RollbackEditsGiveTheExactStateOfAnyCommitAndBackAgain) {
+    const auto states = recordVariedHistory();
+    const auto [lastId, lastState] = states.back();
+    for (const auto& [id, state] : states) {
+        rollbackTo(*store_, *history_, id);
+        EXPECT_EQ(running(), state) << "rollback to commit " << id;
+        // ... and forward again: a rollback across the rollback just made
+        rollbackTo(*store_, *history_, lastId);
+        EXPECT_EQ(running(), lastState) << "back to commit " << lastId << " from commit " << id;
+    }
+    EXPECT_EQ(rollbackTo(*store_, *history_, lastId), 0u) << "nothing to undo: no commit";
+}
+
+TEST_F(HistoryTest, ARollbackCopiesOnlyThePartOfRunningItUndoes) {
+    std::string many;
+    for (int i = 0; i < 300; ++i) {
+        many += interface("eth" + std::to_string(i));
+    }
+    edit(interfaces(many) + kTop +
+         "<rule><id>a</id></rule><rule><id>b</id></rule><rule><id>c</id></rule></top>");
+    const std::uint64_t before = edit(kTop + "<name>n</name></top>");
+    edit(interfaces(interface("eth7", " nc:operation=\"delete\"") + interface("new0")));
+    edit(kTop + "<rule yang:insert=\"first\"><id>c</id></rule></top>");
+
+    std::vector<std::string> paths;
+    store_->readJournal(history::kJournal, before, [&](const ds::JournalRow& r) {
+        for (const history::Undo& u : history::decode(r.data).undo) {
+            paths.push_back(u.path);
+        }
+    });
+    std::string region;
+    store_->read(ds::Datastore::Running, [&](const lyd_node* t) {
+        region = canonical(history::regionOf(context(), t, paths).tree.get());
+    });
+    // The two interfaces touched (eth7 is gone: its list's parent stays), the ordered-by-user
+    // rules whole (keys only) for the move: not the 298 others.
+    EXPECT_NE(region.find("new0"), std::string::npos) << region;
+    EXPECT_EQ(region.find("eth8"), std::string::npos) << region;
+    EXPECT_EQ(region.find("eth7"), std::string::npos) << region;
+    for (const char* rule : {"rule[id='a']", "rule[id='b']", "rule[id='c']"}) {
+        EXPECT_NE(region.find(rule), std::string::npos) << rule << " missing from " << region;
+    }
+    const std::string expected = running();
+    rollbackTo(*store_, *history_, before);
+    EXPECT_NE(running().find("eth7"), std::string::npos);
+    EXPECT_NE(running().find("eth299"), std::string::npos) << "an interface outside the region went";
+    // Undoing the only change inside a container empties the container's part in the region:
+    // the container stays, with everything outside the region.
+    const std::uint64_t beforeOne = edit(kTop + "<name>m</name></top>");
+    edit(interfaces(interface("one")));
+    rollbackTo(*store_, *history_, beforeOne);
+    EXPECT_EQ(running().find("'one'"), std::string::npos) << running();
+    EXPECT_NE(running().find("eth299"), std::string::npos) << "the interfaces outside the region went";
+    EXPECT_EQ(running().find("new0"), std::string::npos);
+    EXPECT_NE(running(), expected);
+}
+
+TEST_F(HistoryTest, ARollbackComputedBeforeAnotherWriteIsRefusedNotMixed) {
+    const std::uint64_t base = edit(kTop + "<name>a</name></top>");
+    edit(kTop + "<name>b</name></top>");
+    const History::RollbackEdit plan = history_->rollbackEdit(base);
+    ASSERT_FALSE(plan.edit.empty());
+    edit(kTop + "<mtu>1400</mtu></top>"); // someone else writes meanwhile
+    const std::string meanwhile = running();
+    const Tree e = parseEditContent(context(), plan.edit);
+    ds::EditOptions o;
+    o.unchangedSince = plan.base;
+    EXPECT_THROW(store_->edit({7, "alice"}, ds::Datastore::Running, e.get(), o), ds::StaleRead);
+    EXPECT_EQ(running(), meanwhile) << "a stale rollback changed running";
+    // Computed again, it undoes that write too: running is the state right after `base`.
+    rollbackTo(*store_, *history_, base);
+    EXPECT_NE(running().find("/name = a"), std::string::npos) << running();
+    EXPECT_EQ(running().find("1400"), std::string::npos) << running();
+}
+
 TEST_F(HistoryTest, CompareGivesTheEditThatMakesOneStateTheOther) {
     const auto states = recordVariedHistory();
     // Every pair, both ways: running set to the first state, the comparison applied to it as an

@@ -63,6 +63,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -127,6 +128,13 @@ private:
     std::string appTag_;
 };
 
+/// A write computed from what an earlier read returned, refused because the datastore was written
+/// since (EditOptions::unchangedSince): nothing changed; read again and recompute.
+class StaleRead : public Error {
+public:
+    explicit StaleRead(const std::string& message) : Error(ErrorTag::OperationFailed, message) {}
+};
+
 enum class DefaultOperation { Merge, Replace, None };
 enum class TestOption { TestThenSet, Set, TestOnly };
 enum class ErrorOption {
@@ -138,6 +146,9 @@ struct EditOptions {
     DefaultOperation defaultOperation = DefaultOperation::Merge;
     TestOption testOption = TestOption::TestThenSet;
     ErrorOption errorOption = ErrorOption::RollbackOnError;
+    /// The commit id a read of running returned (Store::read): the edit applies only if running
+    /// has not been written since, else throws StaleRead. For writes computed from a read.
+    std::optional<std::uint64_t> unchangedSince;
 };
 
 /// Who writes; every write takes one. The datastore locks are checked against `session` in the
