@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <unordered_set>
 #include <utility>
@@ -100,6 +101,21 @@ void removeNode(Tree& forest, lyd_node* node) {
     lyd_free_tree(node);
 }
 
+/// About what `tree` takes in LYB: its values and a few bytes of framing per node (a print into a
+/// buffer of the right size is not moved as it grows, see ncstore::print).
+std::size_t lybEstimate(lyd_node* tree) {
+    std::size_t bytes = 0;
+    lyd_node* elem = nullptr;
+    LYD_TREE_DFS_BEGIN(tree, elem) {
+        bytes += 32;
+        if (elem->schema && (elem->schema->nodetype & LYD_NODE_TERM)) {
+            bytes += std::strlen(lyd_get_value(elem));
+        }
+        LYD_TREE_DFS_END(tree, elem);
+    }
+    return bytes;
+}
+
 /// The old subtrees of a row (Delete of inner nodes, Replace of anydata) in ONE document, each
 /// with its parents (and their keys), printed once from the top (LYB: compact, exact), so that
 /// it parses back without the datastore. One print per row, not one per subtree: a commit that
@@ -151,6 +167,7 @@ public:
                            LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
             throw YangError("cannot copy the old subtree of " + c.path, ctx);
         }
+        expected_ += lybEstimate(copy);
         if (!parent) {
             if (!doc_) {
                 doc_.reset(copy);
@@ -162,7 +179,10 @@ public:
         }
         return true;
     }
-    std::string print() const { return doc_ ? ncstore::print(doc_.get(), LYD_LYB, 0) : std::string(); }
+    std::string print() const {
+        return doc_ ? ncstore::print(doc_.get(), LYD_LYB, 0, expected_ + expected_ / 2 + 4096)
+                    : std::string();
+    }
 
 private:
     /// The data path of the parent of the node at `path`, "" for a top-level node: `path` up to
@@ -191,6 +211,7 @@ private:
     Tree doc_;
     std::string lastPath_;           // the parent path of the last subtree added
     lyd_node* lastParent_ = nullptr; // its node in doc_ (nodes of doc_ are never freed)
+    std::size_t expected_ = 0;       // about what doc_ takes in LYB
 };
 
 /// The old subtree of `c` as a document of its own (see OldSubtrees).

@@ -64,17 +64,28 @@ bool appendKeyPredicate(std::string& out, std::string_view key, std::string_view
 }
 
 namespace {
-std::string printToMemory(const lyd_node* node, LYD_FORMAT format, uint32_t options) {
-    char* out = nullptr;
-    const LY_ERR rc = lyd_print_mem(&out, node, format, options);
-    CString owned{out};
+// libyang's memory printer grows its buffer 1 KiB at a time (REALLOC_CHUNK), and LYB, which goes
+// back to fill in lengths, cannot print through a callback without the same kind of buffer: a
+// printed document of megabytes is moved again and again (40 ms for the 1.4 MB of old subtrees
+// of a 16384-entry delete). Given a buffer of the expected size up front, libyang fills it.
+std::string printToMemory(const lyd_node* node, LYD_FORMAT format, uint32_t options, std::size_t expected) {
+    char* buf = expected ? static_cast<char*>(std::malloc(expected)) : nullptr;
+    ly_out* raw = nullptr;
+    if (ly_out_new_memory(&buf, buf ? expected : 0, &raw) != LY_SUCCESS) {
+        CString owned{buf};
+        throw YangError("printing data failed: no printer", node ? LYD_CTX(node) : nullptr);
+    }
+    std::unique_ptr<ly_out, void (*)(ly_out*)> out(raw, [](ly_out* o) { ly_out_free(o, nullptr, 0); });
+    const LY_ERR rc = (options & LYD_PRINT_WITHSIBLINGS)
+                          ? lyd_print_all(out.get(), node, format, options & ~LYD_PRINT_WITHSIBLINGS)
+                          : lyd_print_tree(out.get(), node, format, options);
+    const std::size_t printed = ly_out_printed(out.get());
+    out.reset(); // keeps the buffer, which libyang may have moved: `buf` follows it
+    CString owned{buf};
     if (rc != LY_SUCCESS) {
         throw YangError("printing data failed", node ? LYD_CTX(node) : nullptr);
     }
-    if (format == LYD_LYB) {
-        return std::string(out, out ? lyd_lyb_data_length(out) : 0);
-    }
-    return out ? std::string(out) : std::string();
+    return buf ? std::string(buf, printed) : std::string();
 }
 
 // XML is what replies carry, up to many MB. libyang's memory printer reallocates its buffer to
@@ -82,9 +93,10 @@ std::string printToMemory(const lyd_node* node, LYD_FORMAT format, uint32_t opti
 // malloc arenas fragmented long after it is gone (the soak's RSS trend). Printed through a
 // callback into a std::string, the buffer grows geometrically. Siblings one after the other
 // print as LYD_PRINT_WITHSIBLINGS would: each top element declares its own namespaces.
-std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options, bool siblings) {
+std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options, bool siblings,
+                      std::size_t expected) {
     if (format != LYD_XML) {
-        return printToMemory(node, format, siblings ? options | LYD_PRINT_WITHSIBLINGS : options);
+        return printToMemory(node, format, siblings ? options | LYD_PRINT_WITHSIBLINGS : options, expected);
     }
     if (options & LYD_PRINT_WITHSIBLINGS) {
         siblings = true;
@@ -115,12 +127,12 @@ std::string printImpl(const lyd_node* node, LYD_FORMAT format, uint32_t options,
 }
 } // namespace
 
-std::string print(const lyd_node* tree, LYD_FORMAT format, uint32_t options) {
-    return printImpl(tree, format, options, true);
+std::string print(const lyd_node* tree, LYD_FORMAT format, uint32_t options, std::size_t expected) {
+    return printImpl(tree, format, options, true, expected);
 }
 
 std::string printTree(const lyd_node* node, LYD_FORMAT format, uint32_t options) {
-    return printImpl(node, format, options, false);
+    return printImpl(node, format, options, false, 0);
 }
 
 Tree parseData(const ly_ctx* ctx, const std::string& text, LYD_FORMAT format, uint32_t parseOptions,

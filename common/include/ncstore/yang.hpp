@@ -65,8 +65,10 @@ bool schemaWithin(const lysc_node* node, const lysc_node* ancestor);
 /// quote characters (an XPath 1.0 literal cannot).
 bool appendKeyPredicate(std::string& out, std::string_view key, std::string_view value);
 
-/// Prints a forest (all siblings) in `format`; `options` are LYD_PRINT_* flags.
-std::string print(const lyd_node* tree, LYD_FORMAT format, uint32_t options);
+/// Prints a forest (all siblings) in `format`; `options` are LYD_PRINT_* flags. `expected`: the
+/// size the result will likely have (LYB and JSON print into a buffer of that size at once;
+/// 0: grown as it goes, slow for megabytes).
+std::string print(const lyd_node* tree, LYD_FORMAT format, uint32_t options, std::size_t expected = 0);
 /// Prints one subtree in `format`.
 std::string printTree(const lyd_node* node, LYD_FORMAT format, uint32_t options);
 
