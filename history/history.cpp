@@ -1,5 +1,7 @@
 #include "history.hpp"
 
+#include "datapath.hpp"
+
 #include "ncstore/fields.hpp"
 #include "ncstore/log.hpp"
 
@@ -185,27 +187,10 @@ public:
     }
 
 private:
-    /// The data path of the parent of the node at `path`, "" for a top-level node: `path` up to
-    /// its last '/' outside key predicates (whose quoted values may hold any character).
+    /// The data path of the parent of the node at `path`, "" for a top-level node.
     static std::string parentPath(const std::string& path) {
-        char quote = 0;
-        int depth = 0;
-        std::size_t last = 0;
-        for (std::size_t i = 0; i < path.size(); ++i) {
-            const char ch = path[i];
-            if (quote) {
-                quote = ch == quote ? 0 : quote;
-            } else if (ch == '\'' || ch == '"') {
-                quote = ch;
-            } else if (ch == '[') {
-                ++depth;
-            } else if (ch == ']') {
-                --depth;
-            } else if (ch == '/' && depth == 0) {
-                last = i;
-            }
-        }
-        return path.substr(0, last);
+        const std::vector<std::size_t> starts = stepStarts(path);
+        return starts.empty() ? std::string() : path.substr(0, starts.back());
     }
 
     Tree doc_;

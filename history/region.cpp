@@ -1,5 +1,6 @@
 // The part of running a rollback touches (history.hpp, regionOf): what lets a rollback cost what
 // it undoes rather than the size of running.
+#include "datapath.hpp"
 #include "history.hpp"
 
 #include <set>
@@ -23,18 +24,16 @@ struct Step {
     std::string_view predicates; ///< "[k='v']..." for a list entry, "[.='v']" for a leaf-list value
 };
 
-/// The steps of an absolute data path: split at the '/' outside predicates, whose quoted values
-/// may hold any character.
+/// The steps of an absolute data path.
 std::vector<Step> steps(std::string_view path) {
+    const std::vector<std::size_t> starts = stepStarts(path);
+    if (starts.empty() || starts.front() != 0) {
+        throw std::runtime_error("a malformed path " + std::string(path));
+    }
     std::vector<Step> out;
-    char quote = 0;
-    int depth = 0;
-    std::size_t start = std::string_view::npos;
-    auto finish = [&](std::size_t end) {
-        if (start == std::string_view::npos) {
-            return;
-        }
-        std::string_view text = path.substr(start, end - start);
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+        const std::size_t end = i + 1 < starts.size() ? starts[i + 1] : path.size();
+        const std::string_view text = path.substr(starts[i] + 1, end - starts[i] - 1);
         Step s;
         const std::size_t bracket = text.find('[');
         s.predicates = bracket == std::string_view::npos ? std::string_view() : text.substr(bracket);
@@ -43,30 +42,11 @@ std::vector<Step> steps(std::string_view path) {
             s.prefix = name.substr(0, colon);
             name.remove_prefix(colon + 1);
         }
-        s.name = name;
-        if (s.name.empty()) {
+        if (name.empty()) {
             throw std::runtime_error("a malformed path " + std::string(path));
         }
+        s.name = name;
         out.push_back(s);
-    };
-    for (std::size_t i = 0; i < path.size(); ++i) {
-        const char ch = path[i];
-        if (quote) {
-            quote = ch == quote ? 0 : quote;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '[') {
-            ++depth;
-        } else if (ch == ']') {
-            --depth;
-        } else if (ch == '/' && depth == 0) {
-            finish(i);
-            start = i + 1;
-        }
-    }
-    finish(path.size());
-    if (quote || depth || out.empty() || path.front() != '/') {
-        throw std::runtime_error("a malformed path " + std::string(path));
     }
     return out;
 }
@@ -285,6 +265,30 @@ bool underAny(const lyd_node* node, const std::unordered_set<const lyd_node*>& s
 }
 
 } // namespace
+
+std::vector<std::size_t> stepStarts(std::string_view path) {
+    std::vector<std::size_t> out;
+    char quote = 0;
+    int depth = 0;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+        const char ch = path[i];
+        if (quote) {
+            quote = ch == quote ? 0 : quote;
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (ch == '[') {
+            ++depth;
+        } else if (ch == ']') {
+            --depth;
+        } else if (ch == '/' && depth == 0) {
+            out.push_back(i);
+        }
+    }
+    if (quote || depth) {
+        throw std::runtime_error("a malformed path " + std::string(path));
+    }
+    return out;
+}
 
 RegionOf regionOf(const ly_ctx* ctx, const lyd_node* running, const std::vector<std::string>& paths) {
     std::vector<Resolved> found;

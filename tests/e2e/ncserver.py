@@ -173,6 +173,40 @@ class Server:
         return RawSession(self.port, user, password, version=version, window_size=window_size)
 
 
+def edits_until_kill(server, edit, prefix, writers=4, at_least=40, timeout=30):
+    """`writers` sessions each call edit(session, name) with names <prefix><w>-<i> until the
+    server is killed with -9, once `at_least` edits were acknowledged (or after `timeout` s).
+    Returns the names of the acknowledged edits; an edit the kill cut off is not among them."""
+    import threading
+    acked, lock, stop = [], threading.Lock(), threading.Event()
+
+    def writer(w):
+        try:
+            s = server.connect()
+            i = 0
+            while not stop.is_set():
+                name = "%s%d-%d" % (prefix, w, i)
+                edit(s, name)
+                with lock:
+                    acked.append(name)
+                i += 1
+        except Exception:
+            pass  # killed under us: the reply of the edit in flight may never come
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    deadline = time.time() + timeout
+    while len(acked) < at_least and time.time() < deadline:
+        time.sleep(0.02)
+    server.kill()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    with lock:
+        return list(acked)
+
+
 def sanitizer_env(prefix):
     """The environment for ncstored: the sanitizer options ctest set, with the reports going to
     files under `prefix` (harmless for a build without sanitizers)."""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncserver import NC, IF, IANA, config, iface, interfaces, all_config
+from ncserver import NC, IF, IANA, config, edits_until_kill, iface, interfaces, all_config
 
 
 def test_restart_keeps_running_startup(server):
@@ -55,37 +55,8 @@ def test_kill_9_keeps_acknowledged_edits(server):
 
 
 def test_kill_9_during_concurrent_edits_keeps_every_acknowledged_one(server):
-    import threading
-    acked = []
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def writer(w):
-        try:
-            s = server.connect()
-            i = 0
-            while not stop.is_set():
-                name = "w%d-%d" % (w, i)
-                s.edit_config(target="running", config=config(iface(name)))
-                with lock:
-                    acked.append(name)
-                i += 1
-        except Exception:
-            pass  # the server is killed under us: unacknowledged edits may be lost
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    import time
-    deadline = time.time() + 30
-    while len(acked) < 40 and time.time() < deadline:
-        time.sleep(0.05)
-    server.kill()
-    stop.set()
-    for t in threads:
-        t.join(60)
-    with lock:
-        snapshot = list(acked)
+    snapshot = edits_until_kill(
+        server, lambda s, name: s.edit_config(target="running", config=config(iface(name))), "w")
     assert snapshot, "no edit was acknowledged before the kill"
 
     server.start()

@@ -10,7 +10,7 @@ import pytest
 from lxml import etree
 from ncclient.operations.rpc import RPCError
 
-from ncserver import NACM, NC, Server, config, iface, interfaces
+from ncserver import NACM, NC, Server, config, edits_until_kill, iface, interfaces
 
 CC = "urn:ncstore:yang:ncstore-commits"
 YANG = "urn:ietf:params:xml:ns:yang:1"
@@ -304,38 +304,10 @@ def test_kill_9_amid_commits_leaves_history_and_data_in_step(small_server):
     restart every acknowledged commit is in the history and in running, and the history lists a
     commit exactly for the interfaces running holds: an edit the kill cut off is in both (durable
     before its reply went out) or in neither, never in one alone."""
-    import threading
-    import time
-
     small_server.extra_args = ["--history-max-commits", "100000"]
     small_server.restart()
-    acked, lock, stop = [], threading.Lock(), threading.Event()
-
-    def writer(w):
-        try:
-            s = small_server.connect()
-            i = 0
-            while not stop.is_set():
-                name = "hk%d-%d" % (w, i)
-                edit(s, config(iface(name)), comment=name)
-                with lock:
-                    acked.append(name)
-                i += 1
-        except Exception:
-            pass  # killed under us: the reply of the edit in flight may never come
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    deadline = time.time() + 30
-    while len(acked) < 60 and time.time() < deadline:
-        time.sleep(0.02)
-    small_server.kill()
-    stop.set()
-    for t in threads:
-        t.join(60)
-    with lock:
-        acknowledged = set(acked)
+    acknowledged = set(edits_until_kill(
+        small_server, lambda s, name: edit(s, config(iface(name)), comment=name), "hk", at_least=60))
     assert acknowledged, "no commit was acknowledged before the kill"
 
     small_server.start()
