@@ -35,14 +35,14 @@
 //  - A rollback costs what it undoes (rollbackEdit()): the later commits' rows are undone on a copy
 //    of only the part of running they touch. compare (stateAfter()) still works on whole copies
 //    of running, at a cost that grows with its size.
-//  - Known limits: a row that no longer decodes under the current models (a module removed or changed), or an
-//  inversion
-//    that no longer applies, fails the rollback with the commit and path named; nothing is
-//    written. An ordered-by-user instance that validation removed (a `when` turned false) has no
-//    old position (changes.hpp): undoing that puts it last in its list. After a failed transaction (datastore
-//    rule 7: disk full, I/O error) the index may list the commits that failed until the next change set is
-//    published (the index's entries are confirmed by the store's listener; their rows are not in the file,
-//    and stateAfter() reads the file and is not misled meanwhile).
+//  - Known limits: a row that no longer decodes under the current models (a module removed or
+//    changed), or an inversion that no longer applies, fails the rollback with the commit and
+//    path named; nothing is written. An ordered-by-user instance that validation removed (a
+//    `when` turned false) has no old position (changes.hpp): undoing that puts it last in its
+//    list. After a failed transaction (datastore rule 7: disk full, I/O error) the index may list
+//    the commits that failed until the next change set is published (the index's entries are
+//    confirmed by the store's listener; their rows are not in the file, and rollbackEdit() and
+//    stateAfter() read the file and are not misled meanwhile).
 #pragma once
 
 #include "ncstore/changes.hpp"

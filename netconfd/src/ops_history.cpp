@@ -99,8 +99,8 @@ Reply Server::opRollback(Request& r) {
         try {
             timing = check.run(
                 *store_, [&] { return store_->edit(who, ds::Datastore::Running, edit.get(), options); });
-            NCS_LOG(debug) << "rollback to commit " << id << ": " << plan.commits << " commits undone"
-                           << plan.edit;
+            NCS_LOG(debug) << "rollback to commit " << id << ": " << plan.commits
+                           << " commits undone, an edit of " << plan.edit.size() << " bytes";
             break;
         } catch (const ds::StaleRead&) {
             if (attempt == kAttempts) {
