@@ -6,8 +6,9 @@ the server is what is measured. NETCONF 1.1 over paramiko (Debian python3-parami
   notify_bench.py latency --port P --user U --password W --edits N
   notify_bench.py replay  --port P --user U --password W
 
-follow: subscribes (RFC 5277, stream NETCONF), prints "ready", then reads until it has seen N
-        config-change edits of interfaces named PREFIX<first+i> (or --idle seconds pass without one). Checks
+follow: subscribes (RFC 5277, stream NETCONF; with --yang-push an RFC 8641 on-change subscription to
+        running's /interfaces), prints "ready", then reads until it has seen N config-change edits (or
+        YANG Patch edits) of interfaces named PREFIX<first+i> (or --idle seconds pass without one). Checks
         what the benchmark must not assume: every i in [0, N) exactly once; with --per-session K, the
         entries of one editing session (i // K) in the order it made them; eventTime never going back.
 latency: one session edits, another is subscribed: per edit, the time from the editor's <ok/> to the
@@ -30,6 +31,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from ncframed import FramedSession  # noqa: E402
 
 NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
+SN_NS = "urn:ietf:params:xml:ns:yang:ietf-subscribed-notifications"
+YP_NS = "urn:ietf:params:xml:ns:yang:ietf-yang-push"
+DS_NS = "urn:ietf:params:xml:ns:yang:ietf-datastores"
 IF_NS = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
 END = b"</notification>"
 EVENT_TIME = re.compile(rb"<eventTime>([^<]+)</eventTime>")
@@ -53,9 +57,18 @@ class Session(FramedSession):
 
 def follow(a):
     s = Session(a)
-    s.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
+    if a.yang_push:
+        s.rpc(f'<establish-subscription xmlns="{SN_NS}" xmlns:yp="{YP_NS}" xmlns:ds="{DS_NS}">'
+              f'<yp:datastore>ds:running</yp:datastore><yp:datastore-xpath-filter xmlns:if="{IF_NS}">/if:interfaces'
+              f'</yp:datastore-xpath-filter><yp:on-change><yp:sync-on-start>false</yp:sync-on-start></yp:on-change>'
+              f'</establish-subscription>')
+        # One YANG Patch edit per entry: its target (the value repeats the name).
+        names = re.compile(rb"<target>/ietf-interfaces:interfaces/interface=" + re.escape(a.names.encode()) +
+                           rb"(\d+)</target>")
+    else:
+        s.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
+        names = re.compile(rb"interface\[[\w.-]*:?name=(?:&apos;|')" + re.escape(a.names.encode()) + rb"(\d+)")
     print("ready", flush=True)
-    names = re.compile(rb"interface\[[\w.-]*:?name=(?:&apos;|')" + re.escape(a.names.encode()) + rb"(\d+)")
     seen = {}
     dup = 0
     order = 0
@@ -165,6 +178,7 @@ def main():
     f.add_argument("--first", type=int, default=0, help="the names are PREFIX<first> .. PREFIX<first+count-1>")
     f.add_argument("--per-session", type=int, default=0)
     f.add_argument("--idle", type=float, default=120)
+    f.add_argument("--yang-push", action="store_true", help="an RFC 8641 on-change subscription, not RFC 5277")
     lt = sub.add_parser("latency")
     lt.add_argument("--edits", type=int, default=1000)
     lt.add_argument("--gap", type=float, default=0.002, help="seconds between edits")

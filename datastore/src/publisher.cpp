@@ -80,7 +80,7 @@ void Publisher::loop() {
                         s.listener->lost(lost);
                     }
                     if (next->commitId > s.after) {
-                        s.listener->changed(*next);
+                        s.listener->published(next);
                     }
                 } catch (const std::exception& e) {
                     NCS_LOG(error) << "datastore: a change listener failed on commit " << next->commitId

@@ -171,6 +171,11 @@ Context buildContext(const ModelOptions& options) {
         load(ctx.get(), "notifications", "2008-07-14", nullptr);
         load(ctx.get(), "nc-notifications", "2008-07-14", nullptr);
         load(ctx.get(), "ietf-netconf-notifications", nullptr, nullptr);
+        // Dynamic subscriptions (RFC 8639) and YANG-Push (RFC 8641): exactly the features served.
+        const char* snFeatures[] = {"encode-xml", "replay", "subtree", "xpath", nullptr};
+        load(ctx.get(), "ietf-subscribed-notifications", "2019-09-09", snFeatures);
+        const char* ypFeatures[] = {"on-change", nullptr};
+        load(ctx.get(), "ietf-yang-push", "2019-09-09", ypFeatures);
         // The commit history (history/): /commits, rollback, comments on writes.
         load(ctx.get(), "ncstore-commits", "2026-12-02", nullptr);
     }

@@ -13,6 +13,8 @@
 //    subscribe()/unsubscribe() from any.
 #pragma once
 
+#include "ncstore/changes.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +32,10 @@ struct Event {
     std::uint64_t id = 0; ///< position in the stream (the commit id of its journal entry)
     std::chrono::system_clock::time_point time;
     std::string content; ///< the event's XML element (events.hpp)
+    /// The durable change of data the event describes (a netconf-config-change's change set),
+    /// shared with the store's publisher: what YANG-Push subscribers read. Null for other events,
+    /// and for events read back from the log.
+    std::shared_ptr<const ds::ChangeSet> changes;
 };
 using EventPtr = std::shared_ptr<const Event>;
 

@@ -197,19 +197,9 @@ std::optional<std::chrono::system_clock::time_point> parseDateAndTime(std::strin
     return std::chrono::system_clock::time_point(std::chrono::microseconds(epoch * 1000000 + micros));
 }
 
-void appendInstanceIdentifier(std::string& out, const char* element, std::string_view path,
-                              const ly_ctx* ctx) {
-    std::string value;
-    std::vector<std::string_view> modules;
+std::vector<PathStep> splitPath(std::string_view path) {
+    std::vector<PathStep> steps;
     std::string_view module;
-    auto qualify = [&](std::string_view mod, std::string_view name) {
-        if (std::find(modules.begin(), modules.end(), mod) == modules.end()) {
-            modules.push_back(mod);
-        }
-        value.append(mod);
-        value += ':';
-        value.append(name);
-    };
     std::size_t pos = 0;
     if (path.empty()) {
         throw PathError("empty path");
@@ -222,29 +212,63 @@ void appendInstanceIdentifier(std::string& out, const char* element, std::string
         } else if (module.empty()) {
             throw PathError("the first node of " + std::string(path) + " names no module");
         }
-        value += '/';
-        qualify(module, name);
+        PathStep& step = steps.emplace_back(PathStep{module, name, {}});
         while (pos < path.size() && path[pos] == '[') {
             ++pos;
-            value += '[';
+            PathStep::Predicate& p = step.predicates.emplace_back();
+            p.module = module;
             if (pos < path.size() && path[pos] == '.') {
-                ++pos;
-                value += '.';
+                p.key = path.substr(pos++, 1);
             } else if (pos < path.size() && path[pos] >= '1' && path[pos] <= '9') {
+                const std::size_t digits = pos;
                 while (pos < path.size() && path[pos] >= '0' && path[pos] <= '9') {
-                    value += path[pos++];
+                    ++pos;
                 }
+                p.key = path.substr(digits, pos - digits);
                 expect(path, pos, ']');
-                value += ']';
                 continue;
             } else {
                 const auto [keyMod, key] = qualifiedName(path, pos);
-                qualify(keyMod.empty() ? module : keyMod, key);
+                p.module = keyMod.empty() ? module : keyMod;
+                p.key = key;
             }
             expect(path, pos, '=');
-            value += '=';
-            value.append(literal(path, pos));
+            p.literal = literal(path, pos);
             expect(path, pos, ']');
+        }
+    }
+    return steps;
+}
+
+void appendInstanceIdentifier(std::string& out, const char* element, std::string_view path,
+                              const ly_ctx* ctx) {
+    std::string value;
+    std::vector<std::string_view> modules;
+    auto qualify = [&](std::string_view mod, std::string_view name) {
+        if (std::find(modules.begin(), modules.end(), mod) == modules.end()) {
+            modules.push_back(mod);
+        }
+        value.append(mod);
+        value += ':';
+        value.append(name);
+    };
+    for (const PathStep& step : splitPath(path)) {
+        value += '/';
+        qualify(step.module, step.name);
+        for (const auto& p : step.predicates) {
+            value += '[';
+            if (p.literal.empty()) { // a position
+                value.append(p.key);
+                value += ']';
+                continue;
+            }
+            if (p.key == ".") {
+                value += '.';
+            } else {
+                qualify(p.module, p.key);
+            }
+            value += '=';
+            value.append(p.literal);
             value += ']';
         }
     }

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ncstore::netconfd::notify {
 
@@ -36,6 +37,24 @@ class PathError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+/// One step of a data path as change sets print them ("/m:a/b[k='v']/n:c"), views into it.
+struct PathStep {
+    std::string_view module; ///< the node's module, inherited from the step before when not written
+    std::string_view name;
+    struct Predicate {
+        std::string_view module;  ///< the key's module
+        std::string_view key;     ///< a key's name; "." for a leaf-list value; digits for a position
+        std::string_view literal; ///< the value with its quotes ('...' or "..."); "" for a position
+    };
+    std::vector<Predicate> predicates;
+};
+/// The steps of `path`. Throws PathError on a path it cannot read.
+std::vector<PathStep> splitPath(std::string_view path);
+/// The value of a quoted literal of splitPath(): without its quotes (nothing is escaped in it).
+inline std::string_view unquoted(std::string_view literal) {
+    return literal.size() >= 2 ? literal.substr(1, literal.size() - 2) : std::string_view();
+}
 
 /// Appends `<element xmlns:m="ns"...>/m:a/m:b[m:k='v']</element>`: the XML encoding of the
 /// instance-identifier `path`, given as libyang prints data paths ("/m:a/b[k='v']/n:c", module

@@ -82,6 +82,14 @@ void Service::raise(const std::string& content) {
 }
 
 void Service::changed(const ds::ChangeSet& changes) {
+    publish(changes, nullptr);
+}
+
+void Service::published(const std::shared_ptr<const ds::ChangeSet>& changes) {
+    publish(*changes, changes);
+}
+
+void Service::publish(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared) {
     for (const auto& [name, text] : changes.journal) {
         if (name != kJournal) {
             continue;
@@ -92,6 +100,9 @@ void Service::changed(const ds::ChangeSet& changes) {
             continue;
         }
         remember(event->id, event->time);
+        if (changes.origin != ds::Origin::Event) {
+            event->changes = shared;
+        }
         bus_.publish(std::make_shared<const Event>(std::move(*event)));
     }
 }

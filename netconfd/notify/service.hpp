@@ -65,12 +65,14 @@ public:
 
     // ds::ChangeListener, on the store's publisher thread.
     void changed(const ds::ChangeSet& changes) override;
+    void published(const std::shared_ptr<const ds::ChangeSet>& changes) override;
     void lost(std::uint64_t through) override;
 
     /// A logged row as an Event (exposed for tests).
     static std::optional<Event> parseRow(std::uint64_t id, const std::string& row);
 
 private:
+    void publish(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared);
     void indexLog();
     void remember(std::uint64_t id, std::chrono::system_clock::time_point time);
 

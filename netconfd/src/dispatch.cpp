@@ -31,6 +31,11 @@ void Server::registerOperations() {
     dispatch_.add(nc, "kill-session", op(&Server::opKillSession));
     dispatch_.add("ietf-netconf-monitoring", "get-schema", op(&Server::opGetSchema));
     dispatch_.add("notifications", "create-subscription", op(&Server::opCreateSubscription));
+    const std::string sn = "ietf-subscribed-notifications";
+    dispatch_.add(sn, "establish-subscription", op(&Server::opEstablishSubscription));
+    dispatch_.add(sn, "modify-subscription", op(&Server::opModifySubscription));
+    dispatch_.add(sn, "delete-subscription", op(&Server::opDeleteSubscription));
+    dispatch_.add(sn, "kill-subscription", op(&Server::opKillSubscription));
     dispatch_.add("ncstore-commits", "rollback", op(&Server::opRollback, true));
     dispatch_.add("ncstore-commits", "compare", op(&Server::opCompare));
 }

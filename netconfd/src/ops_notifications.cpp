@@ -6,6 +6,7 @@
 #include "ncstore/log.hpp"
 
 #include "events.hpp"
+#include "eventsend.hpp"
 #include "filter.hpp"
 #include "framing.hpp"
 
@@ -37,91 +38,6 @@ std::optional<Clock::time_point> timeParameter(const lyd_node* rpc, const char* 
     return t;
 }
 
-/// The event as a libyang notification tree (for a filter), or null when it does not parse.
-Tree parseEvent(const ly_ctx* ctx, const std::string& content) {
-    ly_in* in = nullptr;
-    if (ly_in_new_memory(content.c_str(), &in) != LY_SUCCESS) {
-        return nullptr;
-    }
-    lyd_node* tree = nullptr;
-    const LY_ERR rc = lyd_parse_op(ctx, nullptr, in, LYD_XML, LYD_TYPE_NOTIF_YANG, &tree, nullptr);
-    ly_in_free(in, 0);
-    Tree owned{tree};
-    return rc == LY_SUCCESS ? std::move(owned) : nullptr;
-}
-
-/// What of `content` the subscription's filter selects ("": nothing, the event is not sent).
-std::string filtered(const ly_ctx* ctx, const EventSubscription& sub, const std::string& content) {
-    if (!sub.filter) {
-        return content;
-    }
-    const Tree event = parseEvent(ctx, content);
-    if (!event) {
-        NCS_LOG(error) << "notifications: an event does not parse: " << content.substr(0, 200);
-        return {};
-    }
-    return filter::applyXml(event.get(), sub.filter.get(), LYD_PRINT_SHRINK);
-}
-
-/// NACM (RFC 8341 3.4.6): whether the session may receive the event `content`, by its type. An
-/// event whose type cannot be read is withheld (never more permissive than the rules).
-bool permitted(const ly_ctx* ctx, const SessionAccess& session, const nacm::Access& access,
-               const std::string& content) {
-    const auto type = notify::eventType(content);
-    const lys_module* module =
-        type ? ly_ctx_get_module_implemented_ns(ctx, std::string(type->ns).c_str()) : nullptr;
-    if (!module) {
-        NCS_LOG(error) << "notifications: an event of no known module is withheld: "
-                       << content.substr(0, 200);
-        return false;
-    }
-    return session.maySend(access, module->name, type->name);
-}
-
-/// RFC 8341 3.4.5 and 3.4.6 for an RFC 6470 netconf-config-change: each edit names a data node
-/// by its path (keys included), so an edit whose target `access` may not read is left out. An
-/// event that had edits and keeps none says nothing the user may know: "" (not sent). Other
-/// events are returned as they are.
-std::string readableEvent(const ly_ctx* ctx, const nacm::Access& access, const std::string& content) {
-    const auto type = notify::eventType(content);
-    if (!type || type->name != "netconf-config-change" || type->ns != kNcnNs) {
-        return content;
-    }
-    Tree event = parseEvent(ctx, content);
-    if (!event) {
-        NCS_LOG(error) << "notifications: a config-change does not parse and is withheld: "
-                       << content.substr(0, 200);
-        return {};
-    }
-    std::size_t kept = 0;
-    std::size_t dropped = 0;
-    for (lyd_node *e = lyd_child(event.get()), *next = nullptr; e; e = next) {
-        next = e->next;
-        if (!e->schema || std::string_view(e->schema->name) != "edit") {
-            continue;
-        }
-        const lyd_node* target = child(e, "target");
-        if (target && access.readablePath(ctx, valueOf(target))) {
-            ++kept;
-        } else {
-            lyd_free_tree(e);
-            ++dropped;
-        }
-    }
-    if (dropped == 0) {
-        return content;
-    }
-    return kept > 0 ? printTree(event.get(), LYD_XML, LYD_PRINT_SHRINK) : std::string();
-}
-
-/// Appends one framed <notification> to `out`.
-void appendNotification(std::string& out, bool base11, Clock::time_point time, const std::string& content) {
-    std::string message(transport::kHeaderRoom, ' ');
-    message += notify::notificationMessage(time, content);
-    out += transport::frameInPlace(message,
-                                   base11 ? transport::Framing::Chunked : transport::Framing::EndOfMessage);
-}
-
 std::string replayComplete() {
     return std::string("<replayComplete xmlns=\"") + kNmNs + "\"/>";
 }
@@ -138,6 +54,11 @@ Reply Server::opCreateSubscription(Request& r) {
     if (s.subscription) {
         // RFC 5277 2.1.1: a subscription lasts as long as its session.
         throw RpcError(ErrorTag::InUse, ErrorType::Protocol, "this session already has a subscription");
+    }
+    if (!s.dynamic.empty()) {
+        throw RpcError(ErrorTag::InUse, ErrorType::Protocol,
+                       "this session has dynamic subscriptions (establish-subscription); an RFC 5277 "
+                       "subscription needs a session without them");
     }
     const std::string stream = valueOf(child(rpc, "stream"));
     if (!stream.empty() && stream != kStream) {
@@ -194,13 +115,9 @@ Reply Server::opCreateSubscription(Request& r) {
     return Reply::ok();
 }
 
-std::optional<std::chrono::system_clock::time_point> Server::subscriptionDeadline(const Session& s) const {
-    return s.subscription ? s.subscription->stop : std::nullopt;
-}
-
 bool Server::deliverNotifications(Session& s) {
     if (!s.subscription) {
-        return true;
+        return deliverDynamic(s);
     }
     EventSubscription& sub = *s.subscription;
     std::string out;
@@ -216,20 +133,8 @@ bool Server::deliverNotifications(Session& s) {
     const auto access = s.access.current();
     auto send = [&](Clock::time_point time, const std::string& content, bool filter = true) {
         // replayComplete and notificationComplete are about the subscription: never filtered.
-        if (filter && !access->permitsAllNotifications() &&
-            !permitted(ctx_.get(), s.access, *access, content)) {
-            return;
-        }
-        std::string readable;
-        const std::string* shown = &content;
-        if (filter && !access->permitsAllReads()) {
-            readable = readableEvent(ctx_.get(), *access, content);
-            if (readable.empty()) {
-                return;
-            }
-            shown = &readable;
-        }
-        const std::string selected = filter ? filtered(ctx_.get(), sub, *shown) : *shown;
+        const std::string selected =
+            filter ? shownEvent(ctx_.get(), s.access, *access, sub.filter.get(), content) : content;
         if (selected.empty()) {
             return;
         }
@@ -278,7 +183,7 @@ bool Server::deliverNotifications(Session& s) {
             << " bytes of notifications pending): closing the session; it can replay from the log";
         return false;
     }
-    return ok;
+    return ok && deliverDynamic(s);
 }
 
 void Server::raiseSessionStart(const Session& s) {

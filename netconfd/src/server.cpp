@@ -297,7 +297,7 @@ TermReason Server::runSession(Session& s) {
             return TermReason::Other;
         }
         auto wait = std::chrono::milliseconds(-1);
-        if (config_.idleTimeout > 0 && !s.subscription) {
+        if (config_.idleTimeout > 0 && !s.subscription && s.dynamic.empty()) {
             // A subscribed session is not idle: it is waiting for events (RFC 5277 section 6).
             wait = std::chrono::duration_cast<std::chrono::milliseconds>(
                 lastMessage + std::chrono::seconds(config_.idleTimeout) - Clock::now());
@@ -364,6 +364,7 @@ void Server::endSession(Session& s, TermReason reason) {
         notifications_->bus().unsubscribe(s.subscription->live.get());
         s.subscription.reset();
     }
+    dropDynamic(s);
     if (s.started) {
         raiseSessionEnd(s, reason);
     }

@@ -17,6 +17,7 @@
 #include "dispatch.hpp"
 #include "history.hpp"
 #include "options.hpp"
+#include "patch.hpp"
 #include "reply.hpp"
 #include "rpcparse.hpp"
 #include "service.hpp"
@@ -96,6 +97,10 @@ private:
     Reply opKillSession(Request& r);
     Reply opGetSchema(Request& r);
     Reply opCreateSubscription(Request& r);
+    Reply opEstablishSubscription(Request& r);
+    Reply opModifySubscription(Request& r);
+    Reply opDeleteSubscription(Request& r);
+    Reply opKillSubscription(Request& r);
     Reply opRollback(Request& r);
     Reply opCompare(Request& r);
     /// A copy of running into `out`; returns the commit it is at (history: stateAfter()).
@@ -105,8 +110,13 @@ private:
     /// ends the subscription at its stop time. False when the session must end (the subscriber
     /// could not keep up, or the connection broke).
     bool deliverNotifications(Session& s);
-    /// When the session's subscription ends by itself (its stop time), if it has one.
+    /// The same for the session's dynamic subscriptions (ops_push.cpp).
+    bool deliverDynamic(Session& s);
+    /// When the session must next look at its subscriptions without being woken (a stop time,
+    /// a periodic update, the end of a dampening period), if ever.
     std::optional<std::chrono::system_clock::time_point> subscriptionDeadline(const Session& s) const;
+    /// Ends the session's dynamic subscriptions (its end), without notifications.
+    void dropDynamic(Session& s);
     /// ietf-netconf-notifications events of the session's life (RFC 6470).
     void raiseSessionStart(const Session& s);
     void raiseSessionEnd(const Session& s, TermReason reason);
@@ -144,6 +154,13 @@ private:
     std::condition_variable sessionsCv_;
     std::map<std::uint32_t, std::shared_ptr<Session>> sessions_;
     std::uint32_t nextSessionId_ = 1;
+
+    // Dynamic subscriptions of every session, by id (kill-subscription finds them here).
+    mutable std::mutex subscriptionsMutex_;
+    std::map<std::uint32_t, std::pair<std::uint32_t, std::shared_ptr<DynamicSubscription>>>
+        dynamic_; ///< session, it
+    std::uint32_t nextSubscriptionId_ = 1;
+    push::EditCache editCache_; // YANG-Push edits of recent change sets, shared by subscribers
     // Last: stopped first, while everything its sessions use is alive.
     std::unique_ptr<transport::SshListener> listener_;
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "access.hpp"
+#include "selection.hpp"
 #include "ssh.hpp"
 
 #include "ncstore/yang.hpp"
@@ -12,12 +13,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ncstore::netconfd {
 
 namespace notify {
 class Subscription;
-}
+struct Event;
+} // namespace notify
 
 /// A session's RFC 5277 subscription (create-subscription): one per session, until it ends.
 struct EventSubscription {
@@ -27,6 +30,40 @@ struct EventSubscription {
     std::optional<std::chrono::system_clock::time_point> stop;  ///< end after the events of this time
     bool replayPending = false;                                 ///< the replay runs once the <ok/> went out
     std::uint64_t replayedThrough = 0; ///< live events with an id up to this one were replayed
+};
+
+/// A dynamic subscription (RFC 8639 establish-subscription), to the NETCONF stream or (RFC 8641,
+/// YANG-Push) to a datastore, on change or periodic. The owning session's thread reads and writes
+/// it; other threads only set `killed` (kill-subscription) and wake the session.
+struct DynamicSubscription {
+    using Clock = std::chrono::system_clock;
+    enum class Kind { Stream, OnChange, Periodic };
+
+    std::uint32_t id = 0;
+    Kind kind = Kind::Stream;
+    /// The bus's queue of live events (not for periodic subscriptions, which read the datastore).
+    std::shared_ptr<notify::Subscription> live;
+    /// The stream's filter, or the datastore's selection filter.
+    push::Selection selection;
+    std::optional<Clock::time_point> stop; ///< stop-time: ends after the events of this time
+
+    // Stream: the replay from the log, once the reply went out.
+    std::optional<Clock::time_point> replayStart;
+    bool replayPending = false;
+    std::uint64_t replayedThrough = 0; ///< live events up to this id were replayed
+
+    // Datastore.
+    ds::Datastore datastore = ds::Datastore::Running;
+    std::optional<std::string> syncUpdate;  ///< on-change: the push-update of sync-on-start, to send
+    std::uint64_t syncedThrough = 0;        ///< on-change: commits up to this id are in the sync
+    std::vector<std::string> excluded;      ///< on-change: change types not sent (excluded-change)
+    std::chrono::milliseconds dampening{0}; ///< on-change: at least this long between updates
+    Clock::time_point nextChangeUpdate;     ///< on-change: no update before this (dampening)
+    std::vector<std::shared_ptr<const notify::Event>> held; ///< on-change: changes dampened
+    std::chrono::milliseconds period{0};                    ///< periodic: the period
+    Clock::time_point nextPeriodic;                         ///< periodic: the next push-update
+
+    std::atomic<bool> killed{false};
 };
 
 /// Why a session ended (ietf-netconf-monitoring / RFC 6470 termination reasons).
@@ -72,6 +109,8 @@ public:
     bool started = false; ///< the hello exchange succeeded (RFC 6470 session-start was raised)
     /// The session's subscription; the session's thread only.
     std::unique_ptr<EventSubscription> subscription;
+    /// The session's dynamic subscriptions (RFC 8639), in the order they were made.
+    std::vector<std::shared_ptr<DynamicSubscription>> dynamic;
     /// The subscriber could not keep up: its queue overflowed and the session is being cut.
     std::atomic<bool> subscriberTooSlow{false};
 

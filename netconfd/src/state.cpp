@@ -188,20 +188,37 @@ Tree Server::stateData() const {
 
     Tree state = b.release();
 
-    // nc-notifications (RFC 5277 3.2): the one stream and its replay log
-    if (ly_ctx_get_module_implemented(ctx, "nc-notifications")) {
-        const std::string stream = "/nc-notifications:netconf/streams/stream[name='NETCONF']";
+    // The one stream and its replay log, as RFC 5277 3.2 (nc-notifications) and RFC 8639
+    // (ietf-subscribed-notifications) list it.
+    struct StreamList {
+        const char* module;
+        const char* stream;
+        const char* replaySupport;
+        const char* replaySupportValue;
+        const char* logCreationTime;
+    };
+    const StreamList lists[] = {
+        {"nc-notifications", "/nc-notifications:netconf/streams/stream[name='NETCONF']", "replaySupport",
+         "true", "replayLogCreationTime"},
+        {"ietf-subscribed-notifications", "/ietf-subscribed-notifications:streams/stream[name='NETCONF']",
+         "replay-support", nullptr, "replay-log-creation-time"},
+    };
+    const std::string created = notify::dateAndTime(notifications_->logCreationTime());
+    for (const StreamList& l : lists) {
+        if (!ly_ctx_get_module_implemented(ctx, l.module)) {
+            continue;
+        }
+        const std::string stream = l.stream;
         lyd_node* streams = nullptr;
         if (lyd_new_path(nullptr, ctx, (stream + "/description").c_str(),
                          "NETCONF events: configuration changes and sessions (RFC 6470)", 0,
                          &streams) != LY_SUCCESS ||
-            lyd_new_path(streams, ctx, (stream + "/replaySupport").c_str(), "true", 0, nullptr) !=
-                LY_SUCCESS ||
-            lyd_new_path(streams, ctx, (stream + "/replayLogCreationTime").c_str(),
-                         notify::dateAndTime(notifications_->logCreationTime()).c_str(), 0,
+            lyd_new_path(streams, ctx, (stream + "/" + l.replaySupport).c_str(), l.replaySupportValue, 0,
+                         nullptr) != LY_SUCCESS ||
+            lyd_new_path(streams, ctx, (stream + "/" + l.logCreationTime).c_str(), created.c_str(), 0,
                          nullptr) != LY_SUCCESS) {
             lyd_free_all(streams);
-            throw YangError("cannot build the notification streams", ctx);
+            throw YangError(std::string("cannot build the notification streams of ") + l.module, ctx);
         }
         if (lyd_insert_sibling(state.get(), streams, nullptr) != LY_SUCCESS) {
             lyd_free_all(streams);

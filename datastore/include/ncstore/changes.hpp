@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,6 +105,10 @@ class ChangeListener {
 public:
     virtual ~ChangeListener() = default;
     virtual void changed(const ChangeSet& changes) = 0;
+    /// What the publisher calls: a listener that keeps a change set beyond the call (hands it to
+    /// other threads, as notifications do for YANG-Push subscribers) overrides this and shares
+    /// the store's own immutable copy instead of copying it.
+    virtual void published(const std::shared_ptr<const ChangeSet>& changes) { changed(*changes); }
     /// The listener fell StoreOptions::maxUnpublished change sets behind: the change sets up to
     /// commit id `through` were dropped for it. It must resynchronize (read the datastore, or
     /// its journal) before it trusts the next changed().
