@@ -175,6 +175,10 @@ uint32_t Session::id() const {
     return nc_session_get_id(session_.get());
 }
 
+const ly_ctx* Session::context() const {
+    return nc_session_get_ctx(session_.get());
+}
+
 Reply Session::call(nc_rpc* rpc, int timeoutMs) {
     uint64_t msgid = 0;
     const NC_MSG_TYPE sent = nc_send_rpc(session_.get(), rpc, timeoutMs, &msgid);

@@ -91,6 +91,8 @@ public:
     std::optional<Notification> receiveNotification(int timeoutMs);
 
     [[nodiscard]] uint32_t id() const;
+    /// The session's context: the server's modules.
+    [[nodiscard]] const ly_ctx* context() const;
 
 private:
     struct Deleter {

@@ -12,6 +12,8 @@
 // provisioning services one at a time over one session); --repeat defaults to the line count.
 #include "NcClient.hpp"
 
+#include "ncstore/xml.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
@@ -30,6 +32,8 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -537,22 +541,69 @@ int runLoad(const Options& opts, const Request& req) {
 struct SubscribeOptions {
     std::string stream;
     std::string startTime, stopTime;
-    long count = 0;  ///< stop after this many notifications (0: never)
-    double idle = 0; ///< stop after this many seconds without one (0: never)
+    std::string datastore; ///< YANG-Push (RFC 8641): running or startup
+    long period = 0;       ///< YANG-Push: periodic, every this many centiseconds (0: on change)
+    bool noSync = false;   ///< YANG-Push on change: no push-update of the current data first
+    long count = 0;        ///< stop after this many notifications (0: never)
+    double idle = 0;       ///< stop after this many seconds without one (0: never)
 };
 
 /// RFC 5277 create-subscription, then every notification as it arrives: XML, or one JSON line
 /// each (eventTime and the event) with --json. Ends at --count, --idle, or when the server ends
 /// the subscription (notificationComplete) or the session.
+/// RFC 8641 establish-subscription to `sub.datastore` through the request's filter. XPath
+/// prefixes are module names (as in libyang's JSON): each one the server has is declared.
+std::string establishSubscription(const Request& req, const SubscribeOptions& sub, const ly_ctx* ctx) {
+    constexpr const char* kYp = "urn:ietf:params:xml:ns:yang:ietf-yang-push";
+    std::string out =
+        "<establish-subscription xmlns=\"urn:ietf:params:xml:ns:yang:ietf-subscribed-notifications\">"
+        "<datastore xmlns=\"" +
+        std::string(kYp) + "\" xmlns:ds=\"urn:ietf:params:xml:ns:yang:ietf-datastores\">ds:" + sub.datastore +
+        "</datastore>";
+    if (!req.payload.empty() && req.filterIsXpath) {
+        out += "<datastore-xpath-filter xmlns=\"" + std::string(kYp) + "\"";
+        std::set<std::string> declared;
+        const std::regex prefix(R"(([A-Za-z_][A-Za-z0-9_.-]*):)");
+        for (auto it = std::sregex_iterator(req.payload.begin(), req.payload.end(), prefix);
+             it != std::sregex_iterator(); ++it) {
+            const std::string name = (*it)[1];
+            const lys_module* m = ly_ctx_get_module_implemented(ctx, name.c_str());
+            if (m && declared.insert(name).second) {
+                out += " xmlns:" + name + "=\"" + ncstore::xmlEscape(m->ns) + "\"";
+            }
+        }
+        out += ">" + ncstore::xmlEscape(req.payload) + "</datastore-xpath-filter>";
+    } else if (!req.payload.empty()) {
+        out += "<datastore-subtree-filter xmlns=\"" + std::string(kYp) + "\">" + req.payload +
+               "</datastore-subtree-filter>";
+    }
+    if (!sub.stopTime.empty()) {
+        out += "<stop-time>" + ncstore::xmlEscape(sub.stopTime) + "</stop-time>";
+    }
+    if (sub.period > 0) {
+        out += "<periodic xmlns=\"" + std::string(kYp) + "\"><period>" + std::to_string(sub.period) +
+               "</period></periodic>";
+    } else {
+        out += "<on-change xmlns=\"" + std::string(kYp) + "\">" +
+               (sub.noSync ? "<sync-on-start>false</sync-on-start>" : "") + "</on-change>";
+    }
+    return out + "</establish-subscription>";
+}
+
 int runSubscribe(const Options& opts, const Request& req, const SubscribeOptions& sub) {
     applyThreadOptions(opts.connect);
     Session session(opts.connect);
-    Rpc rpc = checkedRpc(nc_rpc_subscribe(sub.stream.empty() ? nullptr : sub.stream.c_str(),
+    Rpc rpc =
+        sub.datastore.empty()
+            ? checkedRpc(nc_rpc_subscribe(sub.stream.empty() ? nullptr : sub.stream.c_str(),
                                           req.payload.empty() ? nullptr : req.payload.c_str(),
                                           sub.startTime.empty() ? nullptr : sub.startTime.c_str(),
                                           sub.stopTime.empty() ? nullptr : sub.stopTime.c_str(),
                                           NC_PARAMTYPE_CONST),
-                         "create-subscription");
+                         "create-subscription")
+            : checkedRpc(nc_rpc_act_generic_xml(establishSubscription(req, sub, session.context()).c_str(),
+                                                NC_PARAMTYPE_DUP_AND_FREE),
+                         "establish-subscription");
     Reply reply = session.call(rpc.get(), opts.connect.rpcTimeoutMs);
     if (reply.isError()) {
         std::cerr << reply.render(NC_WD_UNKNOWN);
@@ -590,7 +641,7 @@ int runSubscribe(const Options& opts, const Request& req, const SubscribeOptions
                       << (n->content ? ncstore::print(n->content.get(), LYD_XML, 0) : std::string())
                       << std::flush;
         }
-        if (name == "notificationComplete") {
+        if (name == "notificationComplete" || name == "subscription-terminated") {
             break;
         }
     }
@@ -705,7 +756,8 @@ int main(int argc, char** argv) {
     rpc->add_option("file", payloadFile, "RPC XML file (- for stdin)")->required();
     SubscribeOptions subscribe;
     auto* sub =
-        app.add_subcommand("subscribe", "<create-subscription> (RFC 5277), then print each notification");
+        app.add_subcommand("subscribe", "<create-subscription> (RFC 5277), or with --datastore a YANG-Push "
+                                        "<establish-subscription> (RFC 8641); then print each notification");
     sub->add_option("--stream", subscribe.stream, "event stream (default NETCONF)");
     auto* subSubtree =
         sub->add_option("--filter-subtree", filterSubtree, "subtree filter XML file (- for stdin)");
@@ -714,6 +766,16 @@ int main(int argc, char** argv) {
     sub->add_option("--stop-time", subscribe.stopTime, "end at this time (needs --start-time)");
     sub->add_option("--count", subscribe.count, "stop after this many notifications");
     sub->add_option("--idle", subscribe.idle, "stop after this many seconds without a notification");
+    auto* datastoreOpt = sub->add_option("--datastore", subscribe.datastore,
+                                         "YANG-Push (RFC 8641): follow this datastore (running or startup) "
+                                         "through the filter, instead of the event stream")
+                             ->check(CLI::IsMember({"running", "startup"}));
+    sub->add_option("--period", subscribe.period,
+                    "YANG-Push: a push-update every this many centiseconds "
+                    "(default: on change, push-change-update)")
+        ->needs(datastoreOpt);
+    sub->add_flag("--no-sync", subscribe.noSync, "YANG-Push on change: no push-update of the data first")
+        ->needs(datastoreOpt);
 
     CLI11_PARSE(app, argc, argv);
 

@@ -349,6 +349,38 @@ def test_config_change_edits_name_only_what_the_subscriber_may_read(admin, users
             m.close_session()
 
 
+def test_yang_push_sends_only_what_the_subscriber_may_read(admin, users):
+    """RFC 8641 with RFC 8341: a YANG-Push subscriber's push-update and push-change-update hold only
+    what it may read: the limited user never sees secret0 or a description, not even inside a
+    created entry (the value is cut); the administrator sees everything."""
+    from ncclient.xml_ import to_ele
+    sn = "urn:ietf:params:xml:ns:yang:ietf-subscribed-notifications"
+    establish = ('<establish-subscription xmlns="%s" xmlns:yp="urn:ietf:params:xml:ns:yang:ietf-yang-push" '
+                 'xmlns:ds="urn:ietf:params:xml:ns:yang:ietf-datastores"><yp:datastore>ds:running</yp:datastore>'
+                 '<yp:on-change/></establish-subscription>' % sn)
+    sub_admin = users.connect()
+    sub_limited = users.connect(*LIMITED)
+    try:
+        for m in (sub_admin, sub_limited):
+            m.dispatch(to_ele(establish))
+        admin.edit_config(target="running", config=config(
+            iface("pushed0", description="hidden-text"), iface("secret0", description="changed")))
+        seen_admin, seen_limited = (notifications(m, "push-") for m in (sub_admin, sub_limited))
+        sync_admin, sync_limited = seen_admin[0], seen_limited[0]
+        assert "<push-update" in sync_admin and "<name>secret0</name>" in sync_admin
+        assert "<push-update" in sync_limited and "secret0" not in sync_limited and "<description>" not in sync_limited
+        assert "<name>eth0</name>" in sync_limited
+        changes_admin = "".join(seen_admin[1:])
+        changes_limited = "".join(seen_limited[1:])
+        assert "interface=secret0/description" in changes_admin and "hidden-text" in changes_admin
+        assert "interface=pushed0" in changes_limited and "<name>pushed0</name>" in changes_limited
+        assert "secret0" not in changes_limited and "hidden-text" not in changes_limited, changes_limited
+    finally:
+        remove_test_changes(admin, "pushed0")
+        for m in (sub_admin, sub_limited):
+            m.close_session()
+
+
 def test_compare_shows_only_what_the_user_may_read(admin, limited):
     """The commit history's compare answers a limited user with the edit between two states as
     that user may read them: secret0 and the descriptions are not in it, the rest is."""

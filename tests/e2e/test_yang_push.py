@@ -71,13 +71,37 @@ def updates(texts, sub_id):
 
 
 def test_modules_and_the_stream_are_advertised(server, m):
-    caps = "\n".join(m.server_capabilities)
-    assert "ietf-subscribed-notifications?module=ietf-subscribed-notifications&revision=2019-09-09" in caps \
-        or "ietf-subscribed-notifications" in m.get(filter=("subtree", '<yang-library xmlns="urn:ietf:params:xml:ns:yang:ietf-yang-library"/>')).data_xml
     lib = m.get(filter=("subtree", '<yang-library xmlns="urn:ietf:params:xml:ns:yang:ietf-yang-library"/>')).data_xml
+    assert "<name>ietf-subscribed-notifications</name>" in lib and "<feature>replay</feature>" in lib
     assert "<name>ietf-yang-push</name>" in lib and "<feature>on-change</feature>" in lib
     streams = m.get(filter=("subtree", '<streams xmlns="%s"/>' % SN)).data_xml
     assert "<name>NETCONF</name>" in streams and "<replay-support/>" in streams, streams
+
+
+def test_ncstore_client_follows_a_datastore(server, m, tmp_path):
+    """`ncstore-client subscribe --datastore running`: the sync push-update, then each change."""
+    import json
+    import os
+    import subprocess
+    m.edit_config(target="running", config=config(iface("c0")))
+    cmd = [os.environ["NCSTORE_CLIENT"], "--port", str(server.port), "--user", "e2e", "--password", "e2e-Secret-1",
+           "--schema-dir", str(tmp_path), "--json", "subscribe", "--datastore", "running",
+           "--filter-xpath", "/ietf-interfaces:interfaces", "--count", "2"]
+    client = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(client.stdout.readline())
+        assert "ietf-yang-push:push-update" in first["event"], first
+        assert "c0" in json.dumps(first["event"])
+        m.edit_config(target="running", config=config(iface("c1")))
+        out, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err
+        second = json.loads(out.splitlines()[0])
+        edit = second["event"]["ietf-yang-push:push-change-update"]["datastore-changes"]["yang-patch"]["edit"]
+        assert [(e["operation"], e["target"]) for e in edit] == [
+            ("create", "/ietf-interfaces:interfaces/interface=c1")], second
+        assert "libyang" not in err and "rror" not in err, err
+    finally:
+        client.kill()
 
 
 def test_on_change_create_merge_replace_delete(server, m):
