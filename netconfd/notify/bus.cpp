@@ -25,12 +25,12 @@ void Subscription::offer(const EventPtr& event) {
         if (overflowed_) {
             return;
         }
-        if (queue_.size() >= maxEvents_ || bytes_ + event->content.size() > maxBytes_) {
+        if (queue_.size() >= maxEvents_ || bytes_ + event->bytes() > maxBytes_) {
             overflowed_ = overflow = wake = true;
         } else {
             wake = queue_.empty();
             queue_.push_back(event);
-            bytes_ += event->content.size();
+            bytes_ += event->bytes();
         }
     }
     if (wake && wake_) {

@@ -34,8 +34,12 @@ struct Event {
     std::string content; ///< the event's XML element (events.hpp)
     /// The durable change of data the event describes (a netconf-config-change's change set),
     /// shared with the store's publisher: what YANG-Push subscribers read. Null for other events,
-    /// and for events read back from the log.
+    /// for events read back from the log, and while nobody follows changes (Service::follow()).
     std::shared_ptr<const ds::ChangeSet> changes;
+    /// About what `changes` holds in memory, counted in a queue's bytes with the content.
+    std::size_t changesBytes = 0;
+
+    std::size_t bytes() const { return content.size() + changesBytes; }
 };
 using EventPtr = std::shared_ptr<const Event>;
 

@@ -18,6 +18,28 @@ std::string row(Clock::time_point time, const std::string& content) {
     return out;
 }
 
+/// About the memory a change set holds: its strings, and its trees at a typical libyang node size.
+std::size_t footprint(const ds::ChangeSet& changes) {
+    constexpr std::size_t kNodeBytes = 160;
+    std::size_t bytes = sizeof(ds::ChangeSet);
+    auto nodes = [](const Tree& tree) {
+        std::size_t n = 0;
+        if (tree) {
+            const lyd_node* elem = nullptr;
+            LYD_TREE_DFS_BEGIN(tree.get(), elem) {
+                ++n;
+                LYD_TREE_DFS_END(tree.get(), elem);
+            }
+        }
+        return n;
+    };
+    for (const ds::Change& c : changes.changes) {
+        bytes += sizeof(ds::Change) + c.path.size() + (c.oldValue ? c.oldValue->size() : 0) +
+                 (c.newValue ? c.newValue->size() : 0) + kNodeBytes * (nodes(c.oldTree) + nodes(c.newTree));
+    }
+    return bytes;
+}
+
 } // namespace
 
 std::optional<Event> Service::parseRow(std::uint64_t id, const std::string& text) {
@@ -81,6 +103,14 @@ void Service::raise(const std::string& content) {
     store_.appendJournal(kJournal, row(Clock::now(), content));
 }
 
+std::shared_ptr<void> Service::follow() {
+    // Not between publish()'s look at the count and its publication: an event is either on the
+    // bus before the caller subscribes, or carries its change set.
+    std::lock_guard lock(publishing_);
+    followers_.fetch_add(1, std::memory_order_acq_rel);
+    return std::shared_ptr<void>(nullptr, [this](void*) { followers_.fetch_sub(1, std::memory_order_acq_rel); });
+}
+
 void Service::changed(const ds::ChangeSet& changes) {
     publish(changes, nullptr);
 }
@@ -90,6 +120,7 @@ void Service::published(const std::shared_ptr<const ds::ChangeSet>& changes) {
 }
 
 void Service::publish(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared) {
+    std::lock_guard lock(publishing_);
     for (const auto& [name, text] : changes.journal) {
         if (name != kJournal) {
             continue;
@@ -100,8 +131,9 @@ void Service::publish(const ds::ChangeSet& changes, const std::shared_ptr<const 
             continue;
         }
         remember(event->id, event->time);
-        if (changes.origin != ds::Origin::Event) {
+        if (shared && changes.origin != ds::Origin::Event && followers_.load(std::memory_order_acquire) > 0) {
             event->changes = shared;
+            event->changesBytes = footprint(changes);
         }
         bus_.publish(std::make_shared<const Event>(std::move(*event)));
     }

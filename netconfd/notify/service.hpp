@@ -20,6 +20,7 @@
 #include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -46,6 +47,12 @@ public:
     Service& operator=(const Service&) = delete;
 
     Bus& bus() { return bus_; }
+
+    /// While the returned token lives, published config-change events carry their change set
+    /// (Event::changes): what a YANG-Push subscription reads. Without followers no event holds
+    /// one, so a slow RFC 5277 subscriber keeps only text. Take it before subscribing to the bus
+    /// and reading the datastore: every event the read did not see then carries its change set.
+    std::shared_ptr<void> follow();
 
     /// Logs `content` (one event element, events.hpp) as an event of now; published once durable.
     void raise(const std::string& content);
@@ -81,6 +88,8 @@ private:
     const Options options_;
     const std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
     Bus bus_;
+    std::atomic<int> followers_{0};
+    std::mutex publishing_; ///< publish() and follow()
 
     mutable std::mutex mutex_;
     std::deque<std::pair<std::uint64_t, std::chrono::system_clock::time_point>> index_; ///< id, time

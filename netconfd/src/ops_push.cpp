@@ -192,6 +192,9 @@ Reply Server::opEstablishSubscription(Request& r) {
         throw RpcError::missingElement("stream", "establish-subscription needs a stream or a datastore");
     }
 
+    if (d->kind == DynamicSubscription::Kind::OnChange) {
+        d->following = notifications_->follow();
+    }
     if (d->kind != DynamicSubscription::Kind::Periodic) {
         // Live events are queued from now on; the replay or the sync read comes after this, so
         // that every event is either in it or queued (the delivery drops what is both).

@@ -43,6 +43,8 @@ struct DynamicSubscription {
     Kind kind = Kind::Stream;
     /// The bus's queue of live events (not for periodic subscriptions, which read the datastore).
     std::shared_ptr<notify::Subscription> live;
+    /// On-change: while held, events carry their change sets (notify::Service::follow()).
+    std::shared_ptr<void> following;
     /// The stream's filter, or the datastore's selection filter.
     push::Selection selection;
     std::optional<Clock::time_point> stop; ///< stop-time: ends after the events of this time

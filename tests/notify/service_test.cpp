@@ -164,3 +164,31 @@ TEST_F(ServiceTest, RowsRoundTrip) {
     EXPECT_EQ(e->id, 9u);
     EXPECT_EQ(e->content, "<x/>");
 }
+
+TEST_F(ServiceTest, ConfigChangesCarryTheirChangeSetOnlyWhileSomeoneFollows) {
+    auto store = open();
+    Service service(*store, context(), {});
+    auto sub = service.bus().subscribe(100, 1 << 20, nullptr);
+    addInterface(*store, "a");
+    auto got = await(*sub, 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_FALSE(got[0]->changes); // nobody follows: the event is text only
+    EXPECT_EQ(got[0]->bytes(), got[0]->content.size());
+    {
+        const auto token = service.follow();
+        addInterface(*store, "b");
+        service.raise(sessionStart({7, "dave", "192.0.2.1"}));
+        got = await(*sub, 2);
+        ASSERT_EQ(got.size(), 2u);
+        ASSERT_TRUE(got[0]->changes); // the store's own change set, shared
+        EXPECT_EQ(got[0]->changes->commitId, got[0]->id);
+        ASSERT_EQ(got[0]->changes->changes.size(), 1u);
+        EXPECT_EQ(got[0]->changes->changes[0].path, "/ietf-interfaces:interfaces/interface[name='b']");
+        EXPECT_GT(got[0]->bytes(), got[0]->content.size()); // its memory counts in the queue
+        EXPECT_FALSE(got[1]->changes); // a server event has none
+    }
+    addInterface(*store, "c");
+    got = await(*sub, 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_FALSE(got[0]->changes);
+}
