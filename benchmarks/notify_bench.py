@@ -11,7 +11,7 @@ follow: subscribes (RFC 5277, stream NETCONF; with --yang-push an RFC 8641 on-ch
         YANG Patch edits) of interfaces named PREFIX<first+i> (or --idle seconds pass without one). Checks
         what the benchmark must not assume: every i in [0, N) exactly once; with --per-session K, the
         entries of one editing session (i // K) in the order it made them; eventTime never going back.
-latency: one session edits, another is subscribed: per edit, the time from the editor's <ok/> to the
+latency: one session edits, another is subscribed (--yang-push: on change): per edit, the time from the editor's <ok/> to the
         subscriber's reading of its notification (p50/p99/max).
 replay: subscribes with a startTime before everything and times the replay up to replayComplete;
         reports notifications/s and the largest number of edits one replayed notification carried.
@@ -55,19 +55,24 @@ class Session(FramedSession):
                 return m
 
 
-def follow(a):
-    s = Session(a)
-    if a.yang_push:
+def subscribe(s, yang_push, prefix):
+    """Subscribes session `s` (RFC 5277, or YANG-Push on change to running's /interfaces); returns
+    the pattern whose group 1 is the number in the name of an interface PREFIX<n> an event changes."""
+    if yang_push:
         s.rpc(f'<establish-subscription xmlns="{SN_NS}" xmlns:yp="{YP_NS}" xmlns:ds="{DS_NS}">'
               f'<yp:datastore>ds:running</yp:datastore><yp:datastore-xpath-filter xmlns:if="{IF_NS}">/if:interfaces'
               f'</yp:datastore-xpath-filter><yp:on-change><yp:sync-on-start>false</yp:sync-on-start></yp:on-change>'
               f'</establish-subscription>')
         # One YANG Patch edit per entry: its target (the value repeats the name).
-        names = re.compile(rb"<target>/ietf-interfaces:interfaces/interface=" + re.escape(a.names.encode()) +
-                           rb"(\d+)</target>")
-    else:
-        s.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
-        names = re.compile(rb"interface\[[\w.-]*:?name=(?:&apos;|')" + re.escape(a.names.encode()) + rb"(\d+)")
+        return re.compile(rb"<target>/ietf-interfaces:interfaces/interface=" + re.escape(prefix.encode()) +
+                          rb"(\d+)</target>")
+    s.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
+    return re.compile(rb"interface\[[\w.-]*:?name=(?:&apos;|')" + re.escape(prefix.encode()) + rb"(\d+)")
+
+
+def follow(a):
+    s = Session(a)
+    names = subscribe(s, a.yang_push, a.names)
     print("ready", flush=True)
     seen = {}
     dup = 0
@@ -114,10 +119,9 @@ def iface_edit(name):
 
 def latency(a):
     sub = Session(a)
-    sub.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
+    names = subscribe(sub, a.yang_push, "lat")
     editor = Session(a)
     received = {}
-    names = re.compile(rb"name=(?:&apos;|')lat(\d+)")
 
     def reader():
         while len(received) < a.edits:
@@ -182,6 +186,7 @@ def main():
     lt = sub.add_parser("latency")
     lt.add_argument("--edits", type=int, default=1000)
     lt.add_argument("--gap", type=float, default=0.002, help="seconds between edits")
+    lt.add_argument("--yang-push", action="store_true", help="an RFC 8641 on-change subscription, not RFC 5277")
     sub.add_parser("replay")
     a = ap.parse_args()
     {"follow": follow, "latency": latency, "replay": replay}[a.cmd](a)
