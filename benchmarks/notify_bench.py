@@ -107,7 +107,8 @@ def follow(a):
         err = None
     missing = sum(1 for i in range(a.count) if i not in seen)
     print(json.dumps({"received": len(seen), "duplicates": dup, "missing": missing, "order_violations": order,
-                      "time_going_back": time_back, "seconds": time.perf_counter() - start, "error": err}),
+                      "time_going_back": time_back, "seconds": time.perf_counter() - start,
+                      "cpu_s": time.process_time(), "error": err}),
           flush=True)
 
 

@@ -302,8 +302,10 @@ def test_a_subscriber_that_reads_nothing_is_cut_and_others_go_on(server, m):
     assert server.alive()
 
 
-def test_follow_devices_example_mirrors_the_inventory(server, m, tmp_path):
-    """clients/python/follow_devices.py, the README's example: one file per device, kept up to date."""
+@pytest.mark.parametrize("mode", [[], ["--yang-push"]])
+def test_follow_devices_example_mirrors_the_inventory(server, m, tmp_path, mode):
+    """clients/python/follow_devices.py, the README's example: one file per device, kept up to date,
+    from the NETCONF stream (replay, then what each event names) or with YANG-Push on change."""
     import os
     import subprocess
     import sys
@@ -314,23 +316,27 @@ def test_follow_devices_example_mirrors_the_inventory(server, m, tmp_path):
                                                          "device-delete.xml")).read(), flags=re.S)
 
     def device(op_text, device_id):
-        return op_text.replace("C201-7-1A-9001", device_id)
+        return op_text.replace("C201-7-1A-9001", device_id + ("-yp" if mode else ""))
 
     m.edit_config(target="running", config=device(example, "dev-a"))
     script = [sys.executable, os.path.join(repo, "clients", "python", "follow_devices.py"), "--port",
-              str(server.port), "--user", "e2e", "--password", "e2e-Secret-1", "--dir", str(tmp_path)]
+              str(server.port), "--user", "e2e", "--password", "e2e-Secret-1", "--dir", str(tmp_path)] + mode
     follower = subprocess.Popen(script, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        # The replay (which may resynchronize everything) ends before the live changes.
-        while follower.stdout.readline().strip() != "replay complete":
+        # The replay or the first push-update (which may resynchronize everything) comes before the
+        # live changes.
+        while follower.stdout.readline().strip() not in ("replay complete", "sync complete"):
             assert follower.poll() is None, follower.stdout.read()
+        a_file, b_file = ("dev-a-yp.xml", "dev-b-yp.xml") if mode else ("dev-a.xml", "dev-b.xml")
+        assert "<device-id>%s</device-id>" % a_file[:-4] in (tmp_path / a_file).read_text()
         m.edit_config(target="running", config=device(example, "dev-b"))
         m.edit_config(target="running", config=device(delete, "dev-a"))
         deadline = time.time() + 30
-        while time.time() < deadline and sorted(os.listdir(tmp_path)) != ["dev-b.xml"]:
+        while time.time() < deadline and sorted(os.listdir(tmp_path)) != [b_file]:
             time.sleep(0.2)
-        assert sorted(os.listdir(tmp_path)) == ["dev-b.xml"]
-        assert "<device-id>dev-b</device-id>" in (tmp_path / "dev-b.xml").read_text()
+        assert sorted(os.listdir(tmp_path)) == [b_file]
+        assert "<device-id>%s</device-id>" % b_file[:-4] in (tmp_path / b_file).read_text()
     finally:
         follower.kill()
         follower.wait()
+        m.edit_config(target="running", config=device(delete, "dev-b"))  # the next run starts without it
