@@ -32,6 +32,16 @@ void appendXmlEscaped(std::string& out, std::string_view text) {
     out.append(text, plain, text.size() - plain);
 }
 
+void appendElement(std::string& out, std::string_view name, std::string_view text) {
+    out += '<';
+    out += name;
+    out += '>';
+    appendXmlEscaped(out, text);
+    out += "</";
+    out += name;
+    out += '>';
+}
+
 std::string xmlEscape(std::string_view text) {
     std::string out;
     out.reserve(text.size());

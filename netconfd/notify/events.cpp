@@ -18,16 +18,6 @@ bool isIpAddress(const std::string& host) {
     return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-void leaf(std::string& out, const char* name, std::string_view value) {
-    out += '<';
-    out += name;
-    out += '>';
-    appendXmlEscaped(out, value);
-    out += "</";
-    out += name;
-    out += '>';
-}
-
 bool nameChar(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_' || c == '.';
@@ -100,20 +90,20 @@ void appendChangedBy(std::string& out, const Actor& by) {
     if (by.session == 0) {
         out += "<server/>";
     } else {
-        leaf(out, "username", by.user);
-        leaf(out, "session-id", std::to_string(by.session));
+        appendElement(out, "username", by.user);
+        appendElement(out, "session-id", std::to_string(by.session));
         if (isIpAddress(by.host)) {
-            leaf(out, "source-host", by.host);
+            appendElement(out, "source-host", by.host);
         }
     }
     out += "</changed-by>";
 }
 
 void appendSessionLeaves(std::string& out, const Actor& s) {
-    leaf(out, "username", s.user);
-    leaf(out, "session-id", std::to_string(s.session));
+    appendElement(out, "username", s.user);
+    appendElement(out, "session-id", std::to_string(s.session));
     if (isIpAddress(s.host)) {
-        leaf(out, "source-host", s.host);
+        appendElement(out, "source-host", s.host);
     }
 }
 
@@ -294,11 +284,11 @@ void appendInstanceIdentifier(std::string& out, const char* element, std::string
 std::string configChange(const ds::ChangeSet& changes, const Actor& by, const ly_ctx* ctx) {
     std::string out = openEvent("netconf-config-change");
     appendChangedBy(out, by);
-    leaf(out, "datastore", changes.datastore == ds::Datastore::Startup ? "startup" : "running");
+    appendElement(out, "datastore", changes.datastore == ds::Datastore::Startup ? "startup" : "running");
     for (const auto& c : changes.changes) {
         out += "<edit>";
         appendInstanceIdentifier(out, "target", c.path, ctx);
-        leaf(out, "operation", typeOfOp(c.op));
+        appendElement(out, "operation", typeOfOp(c.op));
         out += "</edit>";
     }
     out += "</netconf-config-change>";
@@ -316,9 +306,9 @@ std::string sessionEnd(const Actor& session, const std::string& reason, std::uin
     std::string out = openEvent("netconf-session-end");
     appendSessionLeaves(out, session);
     if (reason == "killed" && killedBy != 0) {
-        leaf(out, "killed-by", std::to_string(killedBy));
+        appendElement(out, "killed-by", std::to_string(killedBy));
     }
-    leaf(out, "termination-reason", reason);
+    appendElement(out, "termination-reason", reason);
     out += "</netconf-session-end>";
     return out;
 }
@@ -329,9 +319,9 @@ std::string confirmedCommit(const Actor& session, const std::string& event,
     if (event != "timeout") { // RFC 6470: no session leaves on a timeout, the server acted
         appendSessionLeaves(out, session);
     }
-    leaf(out, "confirm-event", event);
+    appendElement(out, "confirm-event", event);
     if (timeout && (event == "start" || event == "extend")) {
-        leaf(out, "timeout", std::to_string(*timeout));
+        appendElement(out, "timeout", std::to_string(*timeout));
     }
     out += "</netconf-confirmed-commit>";
     return out;

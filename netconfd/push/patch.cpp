@@ -28,16 +28,6 @@ void appendPercentEncoded(std::string& out, std::string_view value) {
     }
 }
 
-void leaf(std::string& out, const char* name, std::string_view value) {
-    out += '<';
-    out += name;
-    out += '>';
-    appendXmlEscaped(out, value);
-    out += "</";
-    out += name;
-    out += '>';
-}
-
 /// The change's own value as one parentless node (terminals are made from their path).
 std::string ownValue(const ds::Change& c, const ly_ctx* ctx) {
     if (c.newTree) {
@@ -103,15 +93,15 @@ const char* changeType(const ds::Change& c) {
 
 std::string edit(const ds::Change& c, std::string_view editId, const lyd_node* value, const ly_ctx* ctx) {
     std::string out = "<edit>";
-    leaf(out, "edit-id", editId);
-    leaf(out, "operation", changeType(c));
-    leaf(out, "target", restconfPath(c.path));
+    appendElement(out, "edit-id", editId);
+    appendElement(out, "operation", changeType(c));
+    appendElement(out, "target", restconfPath(c.path));
     if (c.position && (c.op == ds::ChangeOp::Create || c.op == ds::ChangeOp::Move)) {
         if (c.position->where == ds::Position::Where::After) {
-            leaf(out, "point", restconfPath(c.position->anchor));
-            leaf(out, "where", "after");
+            appendElement(out, "point", restconfPath(c.position->anchor));
+            appendElement(out, "where", "after");
         } else {
-            leaf(out, "where", "first");
+            appendElement(out, "where", "first");
         }
     }
     if (c.op != ds::ChangeOp::Delete && c.op != ds::ChangeOp::Move) {
@@ -139,7 +129,7 @@ std::string pushChangeUpdate(std::uint32_t id, std::string_view patchId, std::st
     out += "<push-change-update xmlns=\"";
     out += kYpNs;
     out += "\"><id>" + std::to_string(id) + "</id><datastore-changes><yang-patch>";
-    leaf(out, "patch-id", patchId);
+    appendElement(out, "patch-id", patchId);
     out.append(edits);
     out += "</yang-patch></datastore-changes></push-change-update>";
     return out;

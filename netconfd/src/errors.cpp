@@ -73,16 +73,6 @@ ErrorTag fromDatastoreTag(ds::ErrorTag tag) {
     return ErrorTag::OperationFailed;
 }
 
-void element(std::string& out, const char* name, const std::string& text) {
-    out += '<';
-    out += name;
-    out += '>';
-    appendXmlEscaped(out, text);
-    out += "</";
-    out += name;
-    out += '>';
-}
-
 /// xmlns declarations for the module-name prefixes of an error-path ("/ietf-interfaces:a/b"),
 /// which RFC 6241 4.3 interprets with the namespaces in scope on the rpc-error.
 std::string pathNamespaces(const std::string& path, const ly_ctx* ctx) {
@@ -334,11 +324,11 @@ RpcError fromLibyang(const ly_ctx* ctx, ErrorTag fallbackTag) {
 void appendRpcError(std::string& out, const RpcError& e, const ly_ctx* ctx) {
     const ErrorTag tag = e.tag;
     out += "<rpc-error>";
-    element(out, "error-type", typeName(fixedType(tag, e.type)));
-    element(out, "error-tag", toString(tag));
-    element(out, "error-severity", "error");
+    appendElement(out, "error-type", typeName(fixedType(tag, e.type)));
+    appendElement(out, "error-tag", toString(tag));
+    appendElement(out, "error-severity", "error");
     if (!e.appTag.empty()) {
-        element(out, "error-app-tag", e.appTag);
+        appendElement(out, "error-app-tag", e.appTag);
     }
     if (!e.path.empty()) {
         out += "<error-path" + pathNamespaces(e.path, ctx) + ">";
@@ -354,17 +344,17 @@ void appendRpcError(std::string& out, const RpcError& e, const ly_ctx* ctx) {
     const bool attributeTag = tag == ErrorTag::MissingAttribute || tag == ErrorTag::BadAttribute ||
                               tag == ErrorTag::UnknownAttribute;
     if (attributeTag) {
-        element(info, "bad-attribute", e.badAttribute);
+        appendElement(info, "bad-attribute", e.badAttribute);
     }
     if (!e.badElement.empty() || attributeTag || tag == ErrorTag::MissingElement ||
         tag == ErrorTag::BadElement || tag == ErrorTag::UnknownElement || tag == ErrorTag::UnknownNamespace) {
-        element(info, "bad-element", e.badElement);
+        appendElement(info, "bad-element", e.badElement);
     }
     if (tag == ErrorTag::UnknownNamespace) {
-        element(info, "bad-namespace", e.badNamespace);
+        appendElement(info, "bad-namespace", e.badNamespace);
     }
     if (tag == ErrorTag::LockDenied || (tag == ErrorTag::InUse && e.sessionId != 0)) {
-        element(info, "session-id", std::to_string(e.sessionId));
+        appendElement(info, "session-id", std::to_string(e.sessionId));
     }
     if (!info.empty()) {
         out += "<error-info>" + info + "</error-info>";

@@ -8,7 +8,6 @@
 #include "events.hpp"
 #include "eventsend.hpp"
 #include "filter.hpp"
-#include "framing.hpp"
 
 namespace ncstore::netconfd {
 
@@ -20,23 +19,10 @@ using Clock = std::chrono::system_clock;
 
 constexpr const char* kStream = "NETCONF";
 constexpr const char* kNmNs = "urn:ietf:params:xml:ns:netmod:notification";
-constexpr std::string_view kNcnNs = "urn:ietf:params:xml:ns:yang:ietf-netconf-notifications";
 // Live events a subscriber may have pending before it counts as unable to keep up.
 constexpr std::size_t kQueueEvents = 1u << 20;
 // Notifications written to the connection in one go.
 constexpr std::size_t kWriteBatch = 1u << 20;
-
-std::optional<Clock::time_point> timeParameter(const lyd_node* rpc, const char* name) {
-    const lyd_node* node = child(rpc, name);
-    if (!node) {
-        return std::nullopt;
-    }
-    auto t = notify::parseDateAndTime(valueOf(node));
-    if (!t) {
-        throw RpcError::invalidValue(std::string("bad ") + name + " " + valueOf(node), name);
-    }
-    return t;
-}
 
 std::string replayComplete() {
     return std::string("<replayComplete xmlns=\"") + kNmNs + "\"/>";
@@ -65,8 +51,8 @@ Reply Server::opCreateSubscription(Request& r) {
         throw RpcError::invalidValue("no stream " + stream + " (the server has NETCONF)", "stream");
     }
     auto sub = std::make_unique<EventSubscription>();
-    sub->start = timeParameter(rpc, "startTime");
-    sub->stop = timeParameter(rpc, "stopTime");
+    sub->start = timeOf(rpc, "startTime");
+    sub->stop = timeOf(rpc, "stopTime");
     const auto now = Clock::now();
     if (sub->stop && !sub->start) {
         throw RpcError::missingElement("startTime", "stopTime needs a startTime (RFC 5277 2.1.1)");

@@ -49,18 +49,6 @@ RpcError refusal(const std::string& reason, const std::string& message, const ch
     return RpcError::invalidValue(message, element).withAppTag(reason);
 }
 
-std::optional<Clock::time_point> timeOf(const lyd_node* parent, const char* name) {
-    const lyd_node* node = parent ? child(parent, name) : nullptr;
-    if (!node) {
-        return std::nullopt;
-    }
-    auto t = notify::parseDateAndTime(valueOf(node));
-    if (!t) {
-        throw RpcError::invalidValue(std::string("bad ") + name + " " + valueOf(node), name);
-    }
-    return t;
-}
-
 /// A centiseconds leaf (RFC 8641) as a duration; `fallback` when absent.
 std::chrono::milliseconds centiseconds(const lyd_node* parent, const char* name,
                                        std::chrono::milliseconds fallback) {

@@ -1,5 +1,7 @@
 #include "rpcargs.hpp"
 
+#include "events.hpp"
+
 #include <cstring>
 
 namespace ncstore::netconfd::rpcargs {
@@ -16,6 +18,18 @@ const lyd_node* child(const lyd_node* parent, const char* name) {
 std::string valueOf(const lyd_node* node) {
     const char* v = node ? lyd_get_value(node) : nullptr;
     return v ? v : "";
+}
+
+std::optional<std::chrono::system_clock::time_point> timeOf(const lyd_node* parent, const char* name) {
+    const lyd_node* node = parent ? child(parent, name) : nullptr;
+    if (!node) {
+        return std::nullopt;
+    }
+    auto t = notify::parseDateAndTime(valueOf(node));
+    if (!t) {
+        throw RpcError::invalidValue(std::string("bad ") + name + " " + valueOf(node), name);
+    }
+    return t;
 }
 
 DatastoreRef datastoreOf(const lyd_node* container) {

@@ -10,6 +10,7 @@
 
 #include <libyang/libyang.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +22,10 @@ const lyd_node* child(const lyd_node* parent, const char* name);
 
 /// The value of a term node, "" for nullptr.
 std::string valueOf(const lyd_node* node);
+
+/// The yang:date-and-time child `name` of `parent` (nullptr: none), or nullopt when absent;
+/// invalid-value when it is not a time.
+std::optional<std::chrono::system_clock::time_point> timeOf(const lyd_node* parent, const char* name);
 
 /// The datastore named by the single child of a target/source container.
 struct DatastoreRef {

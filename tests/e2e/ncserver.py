@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import paramiko
@@ -177,7 +178,6 @@ def edits_until_kill(server, edit, prefix, writers=4, at_least=40, timeout=30):
     """`writers` sessions each call edit(session, name) with names <prefix><w>-<i> until the
     server is killed with -9, once `at_least` edits were acknowledged (or after `timeout` s).
     Returns the names of the acknowledged edits; an edit the kill cut off is not among them."""
-    import threading
     acked, lock, stop = [], threading.Lock(), threading.Event()
 
     def writer(w):
@@ -205,6 +205,30 @@ def edits_until_kill(server, edit, prefix, writers=4, at_least=40, timeout=30):
         t.join(60)
     with lock:
         return list(acked)
+
+
+def commit_in_parallel(server, prefix, sessions=10, edits=40):
+    """`sessions` sessions at once each commit `edits` interfaces named PREFIX<session>-<i> (with a
+    200-byte description); asserts that every commit succeeded."""
+    errors, done = [], []
+
+    def committer(n):
+        try:
+            c = server.connect()
+            for i in range(edits):
+                c.edit_config(target="running", config=config(iface("%s%d-%d" % (prefix, n, i), description="x" * 200)))
+            done.append(n)
+            c.close_session()
+        except Exception as e:
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=committer, args=(n,)) for n in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    assert sorted(done) == list(range(sessions))
 
 
 def sanitizer_env(prefix):

@@ -10,7 +10,7 @@ import pytest
 from ncclient.operations.rpc import RPCError
 from ncclient.xml_ import to_ele
 
-from ncserver import NC, IF, Server, config, iface, interfaces
+from ncserver import commit_in_parallel, NC, IF, Server, config, iface, interfaces
 
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 NCN = "urn:ietf:params:xml:ns:yang:ietf-netconf-notifications"
@@ -271,25 +271,7 @@ def test_a_subscriber_that_reads_nothing_is_cut_and_others_go_on(server, m):
     stalled = server.raw(window_size=32768)
     stalled.rpc('<create-subscription xmlns="%s"/>' % NOTIF)
     # It reads nothing from now on. Ten sessions commit meanwhile.
-    errors, done = [], []
-
-    def committer(n):
-        try:
-            c = server.connect()
-            for i in range(40):
-                c.edit_config(target="running", config=config(iface("s%d-%d" % (n, i), description="x" * 200)))
-            done.append(n)
-            c.close_session()
-        except Exception as e:
-            errors.append(repr(e))
-
-    threads = [threading.Thread(target=committer, args=(n,)) for n in range(10)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not errors, errors
-    assert sorted(done) == list(range(10))
+    commit_in_parallel(server, "s")
     # The stalled subscriber was cut: its connection ends once read.
     deadline = time.time() + 30
     while "does not keep up" not in server.log_tail(200000) and time.time() < deadline:

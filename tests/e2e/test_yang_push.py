@@ -11,7 +11,7 @@ import pytest
 from ncclient.operations.rpc import RPCError
 from ncclient.xml_ import to_ele
 
-from ncserver import IF, NC, Server, config, iface
+from ncserver import commit_in_parallel, IF, NC, config, iface
 
 SN = "urn:ietf:params:xml:ns:yang:ietf-subscribed-notifications"
 YP = "urn:ietf:params:xml:ns:yang:ietf-yang-push"
@@ -291,25 +291,7 @@ def test_a_subscriber_that_reads_nothing_is_terminated_and_others_go_on(server, 
                         % (SN, YP, DS))
     sid = int(re.search(r"<id[^>]*>(\d+)<", reply).group(1))
     # It reads nothing from now on. Ten sessions commit meanwhile.
-    errors, done = [], []
-
-    def committer(n):
-        try:
-            c = server.connect()
-            for i in range(40):
-                c.edit_config(target="running", config=config(iface("z%d-%d" % (n, i), description="x" * 200)))
-            done.append(n)
-            c.close_session()
-        except Exception as e:
-            errors.append(repr(e))
-
-    threads = [threading.Thread(target=committer, args=(n,)) for n in range(10)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not errors, errors
-    assert sorted(done) == list(range(10))
+    commit_in_parallel(server, "z")
     # Once it reads again it learns that its subscription was terminated, and why.
     deadline = time.time() + 60
     texts = [""]

@@ -12,5 +12,7 @@ namespace ncstore {
 
 void appendXmlEscaped(std::string& out, std::string_view text);
 std::string xmlEscape(std::string_view text);
+/// Appends `<name>text</name>`, `text` escaped.
+void appendElement(std::string& out, std::string_view name, std::string_view text);
 
 } // namespace ncstore
