@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Time get-config without parsing the reply: NETCONF 1.1 framing over paramiko (Debian
+"""Time get-config (or any read RPC) without parsing the reply: NETCONF 1.1 framing over paramiko (Debian
 python3-paramiko), the reply's bytes only counted.
 
 Big replies make XML-parsing clients the bottleneck (ncstore-client's libyang parse of 20 MB,
@@ -8,6 +8,7 @@ counts, so the figure is the server's and the transport's. A reply that is not a
 holds an <rpc-error>, counts as an error. Output: one JSON line, as nctime.py prints.
 
   ncraw.py --port 830 --user u --password p get-config --filter filter.xml -r 5
+  ncraw.py --port 830 --user u --password p rpc --operation get-data.xml -r 5
 """
 import argparse
 import sys
@@ -23,7 +24,12 @@ def is_error(reply):
 
 def cmd_get_config(args, session):
     filter_xml = read(args.filter) if args.filter else ""
-    operation = f"<get-config><source><{args.source}/></source>{filter_xml}</get-config>"
+    timed(args, session, f"<get-config><source><{args.source}/></source>{filter_xml}</get-config>",
+          "get-config (raw)")
+
+
+def timed(args, session, operation, name):
+    """`operation` sent args.repeat times, each reply read whole and checked; one JSON line."""
     seconds, client_cpu, server_cpu, errors, size = [], [], [], 0, 0
     for _ in range(args.repeat):
         s0 = proc_cpu_seconds(args.server_pid) if args.server_pid else None
@@ -39,7 +45,7 @@ def cmd_get_config(args, session):
         if is_error(reply):
             errors += 1
             print(f"rpc-error: {reply[:2000].decode(errors='replace')}", file=sys.stderr)
-    summary(args.name or "get-config (raw)", seconds, client_cpu, server_cpu, errors, {"reply_bytes": size})
+    summary(args.name or name, seconds, client_cpu, server_cpu, errors, {"reply_bytes": size})
 
 
 def main():
@@ -56,13 +62,19 @@ def main():
     get.add_argument("--source", default="running")
     get.add_argument("--filter", help="file holding a <filter> element")
     get.add_argument("-r", "--repeat", type=int, default=3)
+    rpc = sub.add_parser("rpc", help="time any RPC whose reply is read whole (get-data, get, ...)")
+    rpc.add_argument("--operation", required=True, help="file holding the operation element")
+    rpc.add_argument("-r", "--repeat", type=int, default=3)
     args = ap.parse_args()
     try:
         session = FramedSession(args.host, args.port, args.user, args.password, args.timeout)
     except RuntimeError as e:
         raise SystemExit(f"ncraw.py: {e}")
     try:
-        cmd_get_config(args, session)
+        if args.cmd == "rpc":
+            timed(args, session, read(args.operation), "rpc (raw)")
+        else:
+            cmd_get_config(args, session)
     finally:
         session.close()
 

@@ -161,6 +161,10 @@ Context buildContext(const ModelOptions& options) {
     load(ctx.get(), "ietf-netconf", "2011-06-01", netconfFeatures);
     load(ctx.get(), "ietf-netconf-with-defaults", nullptr, nullptr);
     load(ctx.get(), "ietf-netconf-monitoring", nullptr, nullptr);
+    // NMDA (RFC 8526): get-data and edit-data, with origin metadata (RFC 8342) and with-defaults.
+    load(ctx.get(), "ietf-origin", "2018-02-14", nullptr);
+    const char* nmdaFeatures[] = {"origin", "with-defaults", nullptr};
+    load(ctx.get(), "ietf-netconf-nmda", "2019-01-07", nmdaFeatures);
     // NACM (RFC 8341): its configuration lives in running like any other data.
     load(ctx.get(), "ietf-netconf-acm", "2018-02-14", nullptr);
     if (lys_parse_mem(ctx.get(), kDeviations, LYS_IN_YANG, nullptr) != LY_SUCCESS) {

@@ -787,6 +787,23 @@ std::optional<std::string> xpathSelect(const lyd_node* filterNode) {
     return lyd_get_meta_value(select);
 }
 
+Tree fromParameter(const lyd_node* param) {
+    const ly_ctx* ctx = LYD_CTX(param);
+    lyd_node* copy = nullptr;
+    if (lyd_dup_single(param, nullptr, LYD_DUP_RECURSIVE, &copy) != LY_SUCCESS) {
+        throw Error("cannot copy the filter: " + lastError(ctx));
+    }
+    Tree holder{copy};
+    if (param->schema && (param->schema->nodetype & LYD_NODE_TERM)) {
+        const char* expr = lyd_get_value(param);
+        if (lyd_new_meta(ctx, copy, nullptr, "ietf-netconf:type", "xpath", 0, nullptr) != LY_SUCCESS ||
+            lyd_new_meta(ctx, copy, nullptr, "ietf-netconf:select", expr, 0, nullptr) != LY_SUCCESS) {
+            throw Error(std::string("invalid XPath ") + expr + ": " + lastError(ctx));
+        }
+    }
+    return holder;
+}
+
 Tree subtree(const lyd_node* data, const lyd_node* filter) {
     return toTree(selectSubtree(data, filter));
 }

@@ -112,6 +112,13 @@ std::string applyXml(const lyd_node* data, const lyd_node* filterNode, uint32_t 
 std::string applySubtreeXmlWithout(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions,
                                    const std::vector<const lyd_node*>& absent);
 
+/// A filter given as a YANG parameter, the NMDA and RFC 8639/8641 way (an anydata holding a
+/// subtree filter, or a yang:xpath1.0 leaf holding an XPath), copied as a node the functions
+/// above read like an ietf-netconf `filter` (an XPath leaf gets the ietf-netconf type and select
+/// annotations). `param` is such a node of a parsed RPC; libyang has checked the XPath's syntax
+/// and prefixes. The context must implement ietf-netconf.
+Tree fromParameter(const lyd_node* param);
+
 /// The `select` expression of an ietf-netconf `filter` node with type="xpath" (possibly ""),
 /// or nullopt when the node has type subtree or none. Throws Error when type is xpath but
 /// select is missing.

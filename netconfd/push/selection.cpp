@@ -165,20 +165,10 @@ Tree treeOf(const ds::Change& c, const ly_ctx* ctx, lyd_node*& node) {
 
 Selection Selection::of(const lyd_node* param, const ly_ctx* ctx) {
     Selection s;
-    lyd_node* copy = nullptr;
-    if (lyd_dup_single(param, nullptr, LYD_DUP_RECURSIVE, &copy) != LY_SUCCESS) {
-        throw YangError("cannot keep the selection filter", ctx);
-    }
-    s.holder_.reset(copy);
-    const bool xpath = param->schema && (param->schema->nodetype & LYD_NODE_TERM);
-    if (xpath) {
-        // The XPath filter of the read path: the ietf-netconf type and select annotations.
-        const std::string expr = lyd_get_value(param);
-        if (lyd_new_meta(ctx, copy, nullptr, "ietf-netconf:type", "xpath", 0, nullptr) != LY_SUCCESS ||
-            lyd_new_meta(ctx, copy, nullptr, "ietf-netconf:select", expr.c_str(), 0, nullptr) != LY_SUCCESS) {
-            throw filter::Error("invalid XPath " + expr + ": " + lastError(ctx));
-        }
-        if (auto steps = plainPath(expr)) {
+    s.holder_ = filter::fromParameter(param);
+    const lyd_node* copy = s.holder_.get();
+    if (param->schema && (param->schema->nodetype & LYD_NODE_TERM)) {
+        if (auto steps = plainPath(lyd_get_value(param))) {
             s.paths_.emplace();
             s.paths_->emplace_back();
             for (auto& [m, n] : *steps) {

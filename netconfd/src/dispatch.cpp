@@ -30,6 +30,8 @@ void Server::registerOperations() {
     dispatch_.add(nc, "close-session", op(&Server::opCloseSession));
     dispatch_.add(nc, "kill-session", op(&Server::opKillSession));
     dispatch_.add("ietf-netconf-monitoring", "get-schema", op(&Server::opGetSchema));
+    dispatch_.add("ietf-netconf-nmda", "get-data", op(&Server::opGetData));
+    dispatch_.add("ietf-netconf-nmda", "edit-data", op(&Server::opEditData, true));
     dispatch_.add("notifications", "create-subscription", op(&Server::opCreateSubscription));
     const std::string sn = "ietf-subscribed-notifications";
     dispatch_.add(sn, "establish-subscription", op(&Server::opEstablishSubscription));

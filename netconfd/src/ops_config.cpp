@@ -66,12 +66,13 @@ Tree Server::parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& 
 
 Reply Server::read(Request& r, bool config) {
     const lyd_node* rpc = r.op;
-    const std::uint32_t wd = withDefaultsFlag(rpc);
-    const lyd_node* filterNode = child(rpc, "filter");
-    ds::Datastore source = ds::Datastore::Running;
-    if (config) {
-        source = requireDatastore(rpc, "source");
-    }
+    return Reply::xml(readXml(r, config ? requireDatastore(rpc, "source") : ds::Datastore::Running, !config,
+                              child(rpc, "filter"), withDefaultsFlag(rpc)));
+}
+
+std::string Server::readXml(const Request& r, ds::Datastore source, bool withState,
+                            const lyd_node* filterNode, std::uint32_t wd) {
+    const bool config = !withState;
     std::string xml;
     Tree nacmConfig; // <get>: running's /nacm goes out with its counters, in one element
     store_->read(source, [&](const lyd_node* tree) {
@@ -98,7 +99,7 @@ Reply Server::read(Request& r, bool config) {
         }
         xml += readableXml(state.get(), filterNode, wd, r.access);
     }
-    return Reply::xml(std::move(xml));
+    return xml;
 }
 
 Reply Server::opGet(Request& r) {
@@ -113,12 +114,7 @@ Reply Server::opEditConfig(Request& r) {
     const lyd_node* rpc = r.op;
     const auto target = requireDatastore(rpc, "target");
     ds::EditOptions options;
-    const std::string defaultOp = valueOf(child(rpc, "default-operation"));
-    if (defaultOp == "replace") {
-        options.defaultOperation = ds::DefaultOperation::Replace;
-    } else if (defaultOp == "none") {
-        options.defaultOperation = ds::DefaultOperation::None;
-    }
+    options.defaultOperation = defaultOperation(rpc);
     const std::string testOption = valueOf(child(rpc, "test-option"));
     if (testOption == "set") {
         options.testOption = ds::TestOption::Set;
@@ -143,6 +139,12 @@ Reply Server::opEditConfig(Request& r) {
         throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "edit-config needs <config>")
             .withBadElement("config");
     }
+    return applyEdit(r, target, options, configNode);
+}
+
+Reply Server::applyEdit(Request& r, ds::Datastore target, const ds::EditOptions& options,
+                        const lyd_node* configNode) {
+    const lyd_node* rpc = r.op;
     Reply reply;
     const Tree edit = parseConfig(r.rpc, configNode, reply.parseUs);
     // Only an edit that names /nacm, or replaces at the top, can change running's /nacm.

@@ -32,6 +32,14 @@ std::optional<std::chrono::system_clock::time_point> timeOf(const lyd_node* pare
     return t;
 }
 
+ds::DefaultOperation defaultOperation(const lyd_node* rpc) {
+    const std::string op = valueOf(child(rpc, "default-operation"));
+    if (op == "replace") {
+        return ds::DefaultOperation::Replace;
+    }
+    return op == "none" ? ds::DefaultOperation::None : ds::DefaultOperation::Merge;
+}
+
 DatastoreRef datastoreOf(const lyd_node* container) {
     DatastoreRef out;
     const lyd_node* c = lyd_child(container);

@@ -38,6 +38,9 @@ DatastoreRef datastoreOf(const lyd_node* container);
 /// The datastore of the `which` parameter ("target", "source"); an inline config or url refused.
 ds::Datastore requireDatastore(const lyd_node* rpc, const char* which);
 
+/// The default-operation parameter (edit-config, edit-data; merge when absent).
+ds::DefaultOperation defaultOperation(const lyd_node* rpc);
+
 /// The libyang print flag of the with-defaults parameter (RFC 6243; explicit when absent).
 std::uint32_t withDefaultsFlag(const lyd_node* rpc);
 

@@ -83,6 +83,17 @@ private:
     Reply opGet(Request& r);
     Reply opGetConfig(Request& r);
     Reply read(Request& r, bool config);
+    /// What a read of `source` shows `r`'s user (with the server's state data: <get> and the
+    /// operational datastore) through `filterNode` (filter.hpp; nullptr: all), printed with the
+    /// with-defaults flag `wd`.
+    std::string readXml(const Request& r, ds::Datastore source, bool withState, const lyd_node* filterNode,
+                        std::uint32_t wd);
+    Reply opGetData(Request& r);
+    Reply opEditData(Request& r);
+    /// edit-config and edit-data: `configNode` (an anyxml or anydata with the edit) applied to
+    /// `target` with `options`.
+    Reply applyEdit(Request& r, ds::Datastore target, const ds::EditOptions& options,
+                    const lyd_node* configNode);
     Reply opEditConfig(Request& r);
     Reply opCopyConfig(Request& r);
     Reply opDeleteConfig(Request& r);

@@ -232,6 +232,16 @@ Tree Server::stateData() const {
         throw YangError("cannot build ietf-yang-library data", ctx);
     }
     Tree lib{yanglib};
+    // RFC 8525 (yang-library 1.1): the datastores, all with the one schema libyang lists (NMDA,
+    // RFC 8342: intended and operational are running as applied, see ops_nmda.cpp).
+    for (const char* name : {"running", "candidate", "startup", "intended", "operational"}) {
+        const std::string path =
+            std::string("/ietf-yang-library:yang-library/datastore[name='ietf-datastores:") + name +
+            "']/schema";
+        if (lyd_new_path(lib.get(), ctx, path.c_str(), "complete", 0, nullptr) != LY_SUCCESS) {
+            throw YangError("cannot list the datastores in ietf-yang-library", ctx);
+        }
+    }
     if (lyd_insert_sibling(state.get(), lib.release(), nullptr) != LY_SUCCESS) {
         throw YangError("cannot assemble state data", ctx);
     }

@@ -381,6 +381,26 @@ def test_yang_push_sends_only_what_the_subscriber_may_read(admin, users):
             m.close_session()
 
 
+def test_get_data_shows_only_what_the_user_may_read(admin, limited):
+    """NMDA get-data reads through the same access checks as get-config, on the print path
+    (running) and on the copy path (operational with origins, max-depth): no secret0, no
+    description, no /nacm for the limited user."""
+    from ncclient.xml_ import to_ele
+
+    def get_data(m, datastore, extra=""):
+        return m.dispatch(to_ele('<get-data xmlns="urn:ietf:params:xml:ns:yang:ietf-netconf-nmda" '
+                                 'xmlns:ds="urn:ietf:params:xml:ns:yang:ietf-datastores"><datastore>ds:%s'
+                                 "</datastore>%s</get-data>" % (datastore, extra))).xml
+
+    for datastore, extra in (("running", ""), ("operational", "<with-origin/>"),
+                             ("operational", "<max-depth>3</max-depth>")):
+        mine = get_data(limited, datastore, extra)
+        assert "<name>eth0</name>" in mine, (datastore, extra)
+        assert "secret0" not in mine and "hidden-text" not in mine and "<rule-list>" not in mine, (datastore, extra)
+        everything = get_data(admin, datastore, extra)
+        assert "<name>secret0</name>" in everything and "<rule-list>" in everything, (datastore, extra)
+
+
 def test_compare_shows_only_what_the_user_may_read(admin, limited):
     """The commit history's compare answers a limited user with the edit between two states as
     that user may read them: secret0 and the descriptions are not in it, the rest is."""

@@ -1,0 +1,308 @@
+// NMDA (RFC 8342, RFC 8526): get-data and edit-data on running, candidate, startup, intended and
+// operational.
+//
+// The datastores as this server has them: intended is running (ncstore has no inactive
+// configuration and no templates to take out of it, RFC 8342 5.1.4), read-only; operational is
+// running as applied (origin intended: the server applies every committed change, nothing is
+// refused or pending) with the server's own state data (origin system: monitoring, yang-library,
+// NACM counters, the commit history, the notification streams), read-only.
+//
+// get-data reads through the one select-and-print path of every read (readXml: filters, NACM,
+// with-defaults). Only config-filter, max-depth and the origin parameters need a copy of what is
+// selected, pruned and annotated before it is printed.
+#include "rpcargs.hpp"
+#include "server.hpp"
+
+#include "ncstore/log.hpp"
+
+#include "filter.hpp"
+#include "readview.hpp"
+
+#include <cstring>
+#include <functional>
+
+namespace ncstore::netconfd {
+
+using namespace rpcargs;
+
+namespace {
+
+/// An NMDA datastore of this server.
+struct NmdaDatastore {
+    ds::Datastore store = ds::Datastore::Running; ///< where its configuration is
+    bool operational = false;
+    bool writable = false;
+};
+
+NmdaDatastore nmdaDatastore(const lyd_node* node) {
+    const std::string v = valueOf(node);
+    if (v == "ietf-datastores:running") {
+        return {ds::Datastore::Running, false, true};
+    }
+    if (v == "ietf-datastores:candidate") {
+        return {ds::Datastore::Candidate, false, true};
+    }
+    if (v == "ietf-datastores:startup") {
+        return {ds::Datastore::Startup, false, true};
+    }
+    if (v == "ietf-datastores:intended") {
+        return {ds::Datastore::Running, false, false};
+    }
+    if (v == "ietf-datastores:operational") {
+        return {ds::Datastore::Running, true, false};
+    }
+    throw RpcError::invalidValue("datastore " + v +
+                                     " is not supported (running, candidate, startup, intended, "
+                                     "operational are)",
+                                 "datastore");
+}
+
+bool isConfig(const lyd_node* n) {
+    return n->schema && (n->schema->flags & LYS_CONFIG_W);
+}
+
+bool isKey(const lyd_node* n) {
+    return n->schema && lysc_is_key(n->schema);
+}
+
+/// Frees `n` (a node of `forest`, any level), keeping `forest` at the first remaining top node.
+void freeNode(Tree& forest, lyd_node* n) {
+    if (lyd_parent(n)) {
+        lyd_free_tree(n);
+        return;
+    }
+    lyd_node* first = lyd_first_sibling(forest.get());
+    lyd_node* keep = n == first ? n->next : first;
+    forest.release();
+    lyd_free_tree(n);
+    forest.reset(keep);
+}
+
+/// RFC 8526 config-filter: keeps the config true (`config`) or config false nodes of `n`, with
+/// the ancestors and list keys of what it keeps. Returns whether anything of `n` is kept.
+bool keepByConfig(Tree& forest, lyd_node* n, bool config) {
+    if (!isConfig(n)) { // state data: all of it, or none of it
+        if (config) {
+            freeNode(forest, n);
+        }
+        return !config;
+    }
+    // Configuration: kept for config true; for config false only as an ancestor.
+    bool kept = config;
+    for (lyd_node *c = lyd_child(n), *next = nullptr; c; c = next) {
+        next = c->next;
+        if (!isKey(c)) {
+            kept = keepByConfig(forest, c, config) || kept;
+        }
+    }
+    if (!kept) {
+        freeNode(forest, n);
+    }
+    return kept;
+}
+
+/// RFC 8526 max-depth: nodes deeper than `depth` (1: the top-level nodes) are left out; list
+/// entries keep their keys.
+void limitDepth(lyd_node* n, std::uint32_t level, std::uint32_t depth) {
+    for (lyd_node *c = lyd_child(n), *next = nullptr; c; c = next) {
+        next = c->next;
+        if (level + 1 > depth && !isKey(c)) {
+            lyd_free_tree(c);
+        } else {
+            limitDepth(c, level + 1, depth);
+        }
+    }
+}
+
+/// Whether identity `ident` is `base` or derived from it.
+bool derivedFrom(const lysc_ident* ident, const lysc_ident* base) {
+    if (ident == base) {
+        return true;
+    }
+    LY_ARRAY_COUNT_TYPE i = 0;
+    LY_ARRAY_FOR(base->derived, i) {
+        if (derivedFrom(ident, base->derived[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const lysc_ident* originIdentity(const ly_ctx* ctx, std::string_view name) {
+    const lys_module* m = ly_ctx_get_module_implemented(ctx, "ietf-origin");
+    const auto colon = name.find(':');
+    const std::string_view local = colon == std::string_view::npos ? name : name.substr(colon + 1);
+    LY_ARRAY_COUNT_TYPE i = 0;
+    LY_ARRAY_FOR(m->identities, i) {
+        if (local == m->identities[i].name) {
+            return &m->identities[i];
+        }
+    }
+    return nullptr;
+}
+
+} // namespace
+
+Reply Server::opGetData(Request& r) {
+    const lyd_node* rpc = r.op;
+    const NmdaDatastore datastore = nmdaDatastore(child(rpc, "datastore"));
+    const lyd_node* withDefaults = child(rpc, "with-defaults");
+    if (withDefaults && datastore.operational) {
+        // RFC 8526 3.1.1: only with :with-operational-defaults, which this server does not have.
+        throw RpcError::invalidValue("with-defaults is not supported on the operational datastore",
+                                     "with-defaults");
+    }
+    const bool withOrigin = child(rpc, "with-origin") != nullptr;
+    std::vector<const lysc_ident*> origins;
+    std::vector<const lysc_ident*> negated;
+    for (const lyd_node* n = lyd_child(rpc); n; n = n->next) {
+        const std::string_view name = n->schema ? n->schema->name : "";
+        if (name == "origin-filter" || name == "negated-origin-filter") {
+            const lysc_ident* ident = originIdentity(ctx_.get(), valueOf(n));
+            if (!ident) {
+                throw RpcError::invalidValue("unknown origin " + valueOf(n), std::string(name));
+            }
+            (name == "origin-filter" ? origins : negated).push_back(ident);
+        }
+    }
+    if ((withOrigin || !origins.empty() || !negated.empty()) && !datastore.operational) {
+        throw RpcError::invalidValue("origin parameters are for the operational datastore only",
+                                     withOrigin ? "with-origin" : "origin-filter");
+    }
+    Tree filterHolder;
+    if (const lyd_node* f = child(rpc, "subtree-filter")) {
+        filterHolder = filter::fromParameter(f);
+    } else if (const lyd_node* x = child(rpc, "xpath-filter")) {
+        filterHolder = filter::fromParameter(x);
+    }
+    const lyd_node* configFilter = child(rpc, "config-filter");
+    const lyd_node* maxDepthNode = child(rpc, "max-depth");
+    const std::string maxDepth = valueOf(maxDepthNode);
+    const std::uint32_t wd = withDefaultsFlag(rpc);
+    const bool copy = configFilter || (maxDepthNode && maxDepth != "unbounded") || withOrigin ||
+                      !origins.empty() || !negated.empty();
+    std::string xml;
+    if (!copy) {
+        xml = readXml(r, datastore.store, datastore.operational, filterHolder.get(), wd);
+    } else {
+        // What is selected, as a forest of copies: configuration, then state data merged into it
+        // (the NACM configuration and its counters become one /nacm).
+        Tree forest;
+        store_->read(datastore.store, [&](const lyd_node* tree) {
+            if (!tree) {
+                return;
+            }
+            if (filterHolder) {
+                forest = filter::apply(tree, filterHolder.get());
+            } else {
+                lyd_node* dup = nullptr;
+                if (lyd_dup_siblings(lyd_first_sibling(tree), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
+                                     &dup) != LY_SUCCESS) {
+                    throw YangError("copying the datastore for get-data", ctx_.get());
+                }
+                forest.reset(dup);
+            }
+        });
+        if (datastore.operational) {
+            Tree state = stateData();
+            if (filterHolder && state) {
+                state = filter::apply(state.get(), filterHolder.get());
+            }
+            if (state) {
+                lyd_node* first = forest.release();
+                const LY_ERR rc = lyd_merge_siblings(&first, state.get(), LYD_MERGE_DESTRUCT);
+                state.release(); // LYD_MERGE_DESTRUCT: spent, whatever the result
+                forest.reset(first);
+                if (rc != LY_SUCCESS) {
+                    throw YangError("merging state data into the operational datastore", ctx_.get());
+                }
+            }
+        }
+        if (r.access) {
+            r.access->pruneUnreadable(forest);
+        }
+        if (configFilter) {
+            const bool config = valueOf(configFilter) == "true";
+            for (lyd_node *t = forest ? lyd_first_sibling(forest.get()) : nullptr, *next = nullptr; t;
+                 t = next) {
+                next = t->next;
+                keepByConfig(forest, t, config);
+            }
+        }
+        if (datastore.operational && (withOrigin || !origins.empty() || !negated.empty())) {
+            // Configuration is intended (applied as committed); the server's state is system.
+            // A top-level node holds both only for /nacm: its counters are the server's.
+            const lysc_ident* intended = originIdentity(ctx_.get(), "intended");
+            const lysc_ident* system = originIdentity(ctx_.get(), "system");
+            for (lyd_node *t = forest ? lyd_first_sibling(forest.get()) : nullptr, *next = nullptr; t;
+                 t = next) {
+                next = t->next;
+                const lysc_ident* origin = isConfig(t) ? intended : system;
+                const bool in = origins.empty() || std::any_of(origins.begin(), origins.end(), [&](auto* o) {
+                                    return derivedFrom(origin, o);
+                                });
+                const bool out = std::any_of(negated.begin(), negated.end(),
+                                             [&](auto* o) { return derivedFrom(origin, o); });
+                if (!in || out) {
+                    freeNode(forest, t);
+                    continue;
+                }
+                if (withOrigin) {
+                    const std::string value = std::string("ietf-origin:") + origin->name;
+                    if (lyd_new_meta(ctx_.get(), t, nullptr, "ietf-origin:origin", value.c_str(), 0,
+                                     nullptr) != LY_SUCCESS) {
+                        throw YangError("annotating the origin", ctx_.get());
+                    }
+                    // State nodes inside a configuration node (the NACM counters) are the server's.
+                    if (origin == intended) {
+                        const lyd_node* elem = nullptr;
+                        LYD_TREE_DFS_BEGIN(t, elem) {
+                            if (elem != t && !isConfig(elem) && lyd_parent(elem) &&
+                                isConfig(lyd_parent(elem))) {
+                                lyd_new_meta(ctx_.get(), const_cast<lyd_node*>(elem), nullptr,
+                                             "ietf-origin:origin", "ietf-origin:system", 0, nullptr);
+                                LYD_TREE_DFS_continue = 1;
+                            }
+                            LYD_TREE_DFS_END(t, elem);
+                        }
+                    }
+                }
+            }
+        }
+        if (maxDepthNode && maxDepth != "unbounded") {
+            const auto depth = static_cast<std::uint32_t>(std::stoul(maxDepth));
+            for (lyd_node* t = forest ? lyd_first_sibling(forest.get()) : nullptr; t; t = t->next) {
+                limitDepth(t, 1, depth);
+            }
+        }
+        if (forest) {
+            // A container whose children max-depth cut off is shown, empty.
+            const std::uint32_t keepEmpty =
+                maxDepthNode && maxDepth != "unbounded" ? LYD_PRINT_KEEPEMPTYCONT : 0;
+            xml = print(forest.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd | keepEmpty);
+        }
+    }
+    return Reply::output("<data xmlns=\"urn:ietf:params:xml:ns:yang:ietf-netconf-nmda\">" + xml + "</data>");
+}
+
+Reply Server::opEditData(Request& r) {
+    const lyd_node* rpc = r.op;
+    const NmdaDatastore datastore = nmdaDatastore(child(rpc, "datastore"));
+    if (!datastore.writable) {
+        throw RpcError::invalidValue(valueOf(child(rpc, "datastore")) + " is not writable", "datastore");
+    }
+    const lyd_node* configNode = child(rpc, "config");
+    if (!configNode) {
+        if (child(rpc, "url")) {
+            throw RpcError(ErrorTag::OperationNotSupported, ErrorType::Protocol,
+                           "the :url capability is not supported");
+        }
+        throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "edit-data needs <config>")
+            .withBadElement("config");
+    }
+    ds::EditOptions options;
+    options.defaultOperation = defaultOperation(rpc);
+    return applyEdit(r, datastore.store, options, configNode);
+}
+
+} // namespace ncstore::netconfd

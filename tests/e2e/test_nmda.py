@@ -1,0 +1,138 @@
+"""NMDA (RFC 8342, RFC 8526): get-data and edit-data on every datastore of the real server, with
+ncclient's raw RPCs, and a libyang-2 client (ncstore-client) that connects without an error."""
+
+import re
+
+import pytest
+from ncclient.operations.rpc import RPCError
+from ncclient.xml_ import to_ele
+
+from ncserver import IF, NC, PASSWORD, USER, config, iface, interfaces
+
+NMDA = "urn:ietf:params:xml:ns:yang:ietf-netconf-nmda"
+DS = "urn:ietf:params:xml:ns:yang:ietf-datastores"
+OR = "urn:ietf:params:xml:ns:yang:ietf-origin"
+NCM = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
+
+
+def get_data(m, datastore, body=""):
+    """The text of get-data's <data> (the reply's output) for ds:`datastore`."""
+    reply = m.dispatch(to_ele('<get-data xmlns="%s" xmlns:ds="%s" xmlns:or="%s"><datastore>ds:%s</datastore>%s'
+                              "</get-data>" % (NMDA, DS, OR, datastore, body)))
+    return reply.xml
+
+
+def edit_data(m, datastore, content, default_operation=None):
+    op = "<default-operation>%s</default-operation>" % default_operation if default_operation else ""
+    return m.dispatch(to_ele('<edit-data xmlns="%s" xmlns:ds="%s"><datastore>ds:%s</datastore>%s'
+                             '<config><interfaces xmlns="%s" xmlns:nc="%s">%s</interfaces></config></edit-data>'
+                             % (NMDA, DS, datastore, op, IF, NC, content)))
+
+
+def names(xml):
+    return sorted(re.findall(r"<name>([^<]*)</name>", xml))
+
+
+def test_get_data_reads_each_datastore(server, m):
+    m.edit_config(target="running", config=config(iface("r1")))
+    m.edit_config(target="candidate", config=config(iface("c1")))
+    m.copy_config(source="running", target="startup")
+    m.edit_config(target="running", config=config(iface("r2")))
+    flt = '<subtree-filter><interfaces xmlns="%s"/></subtree-filter>' % IF
+    assert names(get_data(m, "running", flt)) == ["r1", "r2"]
+    assert names(get_data(m, "intended", flt)) == ["r1", "r2"]
+    assert names(get_data(m, "candidate", flt)) == ["c1", "r1"]
+    assert names(get_data(m, "startup", flt)) == ["r1"]
+    operational = get_data(m, "operational")
+    assert "<name>r2</name>" in operational and "<netconf-state" in operational  # config and state
+    assert "<netconf-state" not in get_data(m, "running")
+    # The reply is get-data's output: <data> in the NMDA namespace.
+    assert re.search(r'<data xmlns="%s"' % re.escape(NMDA), get_data(m, "running", flt))
+
+
+def test_filters_config_filter_and_max_depth(server, m):
+    m.edit_config(target="running", config=config(iface("f1", description="one"), iface("f2")))
+    xp = get_data(m, "running", '<xpath-filter xmlns:if="%s">/if:interfaces/if:interface[if:name=\'f1\']'
+                                "</xpath-filter>" % IF)
+    assert names(xp) == ["f1"] and "<description>one</description>" in xp
+    # config-filter false on operational: state only (monitoring), no configuration.
+    state = get_data(m, "operational", "<config-filter>false</config-filter>")
+    assert "<netconf-state" in state and "<interfaces" not in state
+    config_only = get_data(m, "operational", "<config-filter>true</config-filter>")
+    assert "<interfaces" in config_only and "<netconf-state" not in config_only
+    # config-filter false on running: nothing (running holds configuration only).
+    assert "<interface>" not in get_data(m, "running", "<config-filter>false</config-filter>")
+    # max-depth 2: the interfaces' list entries, with their keys only.
+    shallow = get_data(m, "running", '<subtree-filter><interfaces xmlns="%s"/></subtree-filter>'
+                                     "<max-depth>2</max-depth>" % IF)
+    assert names(shallow) == ["f1", "f2"] and "<description>" not in shallow and "<type" not in shallow
+    one = get_data(m, "running", '<subtree-filter><interfaces xmlns="%s"/></subtree-filter>'
+                                 "<max-depth>1</max-depth>" % IF)
+    assert "<interfaces" in one and "<interface>" not in one
+
+
+def test_origin_metadata_and_origin_filters(server, m):
+    m.edit_config(target="running", config=config(iface("o1")))
+    with_origin = get_data(m, "operational", "<with-origin/>")
+    assert re.search(r'<interfaces [^>]*origin="[\w-]+:intended"', with_origin), with_origin[:600]
+    assert re.search(r'<netconf-state [^>]*origin="[\w-]+:system"', with_origin)
+    plain = get_data(m, "operational")
+    assert "origin=" not in plain  # only when asked for
+    system_only = get_data(m, "operational", "<origin-filter>or:system</origin-filter>")
+    assert "<netconf-state" in system_only and "<interfaces" not in system_only
+    not_system = get_data(m, "operational", "<negated-origin-filter>or:system</negated-origin-filter>")
+    assert "<interfaces" in not_system and "<netconf-state" not in not_system
+    # Origin parameters are for operational only; with-defaults is not supported there.
+    for ds, body in (("running", "<with-origin/>"), ("running", "<origin-filter>or:intended</origin-filter>"),
+                     ("operational", "<with-defaults>report-all</with-defaults>")):
+        with pytest.raises(RPCError) as e:
+            get_data(m, ds, body)
+        assert e.value.tag == "invalid-value", (ds, body)
+
+
+def test_edit_data_on_each_writable_datastore(server, m):
+    edit_data(m, "running", iface("e1", description="x"))
+    assert interfaces(m)["e1"]["description"] == "x"
+    edit_data(m, "running", iface("e1", description="y"))  # merge
+    assert interfaces(m)["e1"]["description"] == "y"
+    edit_data(m, "candidate", iface("e2"))
+    assert "e2" in interfaces(m, "candidate") and "e2" not in interfaces(m)
+    m.discard_changes()
+    edit_data(m, "startup", iface("e3"))
+    assert "e3" in interfaces(m, "startup")
+    edit_data(m, "running", iface("e1", op="delete", type_=None))
+    assert "e1" not in interfaces(m)
+    edit_data(m, "running", iface("e4"), default_operation="replace")
+    assert sorted(interfaces(m)) == ["e4"]
+    # The same errors as edit-config, and nothing changes.
+    before = m.get_config(source="running").data_xml
+    for body, tag in ((iface("e4", op="create"), "data-exists"),
+                      (iface("e9", op="delete", type_=None), "data-missing"),
+                      ("<interface><name>bad</name><type>no-such-type</type></interface>", "invalid-value")):
+        with pytest.raises(RPCError) as e:
+            edit_data(m, "running", body)
+        assert e.value.tag == tag, (body, e.value)
+    assert m.get_config(source="running").data_xml == before
+    # operational and intended are not writable (RFC 8526 3.2).
+    for ds in ("operational", "intended"):
+        with pytest.raises(RPCError) as e:
+            edit_data(m, ds, iface("e5"))
+        assert e.value.tag == "invalid-value"
+    assert "e5" not in interfaces(m)
+
+
+def test_yang_library_and_the_libnetconf2_client(server, m, tmp_path):
+    lib = m.get(filter=("subtree", '<yang-library xmlns="urn:ietf:params:xml:ns:yang:ietf-yang-library"/>')).data_xml
+    assert "<name>ietf-netconf-nmda</name>" in lib and "<feature>origin</feature>" in lib
+    assert "<name>ietf-origin</name>" in lib
+    stores = re.findall(r"<datastore><name[^>]*>(?:\w+:)?(\w+)</name><schema>complete</schema></datastore>", lib)
+    assert stores == ["running", "candidate", "startup", "intended", "operational"], lib[-800:]
+    # libnetconf2's client asks for ietf-netconf-nmda: it connects and reads without an error line
+    # (before NMDA: "Session 1 [ERR]: Failed to receive a reply to <get-schema>.").
+    import os
+    import subprocess
+    out = subprocess.run([os.environ["NCSTORE_CLIENT"], "--port", str(server.port), "--user", USER, "--password",
+                          PASSWORD, "--schema-dir", str(tmp_path), "get-config", "--source", "running"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "<data" in out.stdout, out.stdout + out.stderr
+    assert out.stderr == "", out.stderr
