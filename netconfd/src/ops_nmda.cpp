@@ -141,6 +141,53 @@ const lysc_ident* originIdentity(const ly_ctx* ctx, std::string_view name) {
     return nullptr;
 }
 
+/// Adds the ietf-origin annotation `origin` to every top-level element of `xml` (elements as
+/// libyang prints them: no comments, no CDATA, text escaped, attribute values quoted).
+void annotateTopLevel(std::string& xml, const char* origin) {
+    std::string out;
+    out.reserve(xml.size() + 64);
+    int depth = 0;
+    std::size_t i = 0;
+    while (i < xml.size()) {
+        const std::size_t lt = xml.find('<', i);
+        if (lt == std::string::npos) {
+            break;
+        }
+        out.append(xml, i, lt - i);
+        // The end of the tag, past quoted attribute values.
+        std::size_t gt = lt + 1;
+        for (char quote = 0; gt < xml.size() && (quote || xml[gt] != '>'); ++gt) {
+            if (quote ? xml[gt] == quote : (xml[gt] == '"' || xml[gt] == '\'')) {
+                quote = quote ? 0 : xml[gt];
+            }
+        }
+        const std::string_view tag = std::string_view(xml).substr(lt, gt - lt);
+        const bool end = tag.size() > 1 && tag[1] == '/';
+        const bool empty = tag.back() == '/';
+        std::size_t name = 1;
+        while (name < tag.size() && !std::strchr(" /\t\r\n", tag[name])) {
+            ++name;
+        }
+        if (!end && depth == 0) {
+            // A top-level element that declares prefix "or" itself gets the annotation under another.
+            const std::string prefix = tag.find("xmlns:or=") == std::string_view::npos ? "or" : "orx";
+            out.append(tag.substr(0, name));
+            out += " xmlns:" + prefix + "=\"urn:ietf:params:xml:ns:yang:ietf-origin\" " + prefix +
+                   ":origin=\"" + prefix + ":" + origin + "\"";
+            out.append(tag.substr(name));
+        } else {
+            out.append(tag);
+        }
+        out += '>';
+        depth += end ? -1 : (empty ? 0 : 1);
+        i = gt + 1;
+    }
+    if (i < xml.size()) {
+        out.append(xml, i, std::string::npos);
+    }
+    xml.swap(out);
+}
+
 } // namespace
 
 Reply Server::opGetData(Request& r) {
@@ -181,43 +228,34 @@ Reply Server::opGetData(Request& r) {
     const std::uint32_t wd = withDefaultsFlag(rpc);
     const bool copy = configFilter || (maxDepthNode && maxDepth != "unbounded") || withOrigin ||
                       !origins.empty() || !negated.empty();
-    std::string xml;
-    if (!copy) {
-        xml = readXml(r, datastore.store, datastore.operational, filterHolder.get(), wd);
-    } else {
-        // What is selected, as a forest of copies: configuration, then state data merged into it
-        // (the NACM configuration and its counters become one /nacm).
-        Tree forest;
-        store_->read(datastore.store, [&](const lyd_node* tree) {
-            if (!tree) {
-                return;
-            }
-            if (filterHolder) {
-                forest = filter::apply(tree, filterHolder.get());
-            } else {
-                lyd_node* dup = nullptr;
-                if (lyd_dup_siblings(lyd_first_sibling(tree), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
-                                     &dup) != LY_SUCCESS) {
-                    throw YangError("copying the datastore for get-data", ctx_.get());
-                }
-                forest.reset(dup);
-            }
-        });
-        if (datastore.operational) {
-            Tree state = stateData();
-            if (filterHolder && state) {
-                state = filter::apply(state.get(), filterHolder.get());
-            }
-            if (state) {
-                lyd_node* first = forest.release();
-                const LY_ERR rc = lyd_merge_siblings(&first, state.get(), LYD_MERGE_DESTRUCT);
-                state.release(); // LYD_MERGE_DESTRUCT: spent, whatever the result
-                forest.reset(first);
-                if (rc != LY_SUCCESS) {
-                    throw YangError("merging state data into the operational datastore", ctx_.get());
-                }
-            }
+    // What is selected of `tree` (any sibling; nullptr: nothing), as a forest of copies.
+    auto selected = [&](const lyd_node* tree) -> Tree {
+        if (!tree) {
+            return nullptr;
         }
+        if (filterHolder) {
+            return filter::apply(tree, filterHolder.get());
+        }
+        lyd_node* dup = nullptr;
+        if (lyd_dup_siblings(lyd_first_sibling(tree), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
+                             &dup) != LY_SUCCESS) {
+            throw YangError("copying the datastore for get-data", ctx_.get());
+        }
+        return Tree{dup};
+    };
+    // `node` alone (a top-level node), as a forest of its own, selected.
+    auto selectedAlone = [&](const lyd_node* node) -> Tree {
+        lyd_node* dup = nullptr;
+        if (node &&
+            lyd_dup_single(node, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &dup) != LY_SUCCESS) {
+            throw YangError("copying " + pathOf(node) + " for get-data", ctx_.get());
+        }
+        const Tree alone{dup};
+        return selected(alone.get());
+    };
+    // `forest` (copies) as the reply shows it: NACM, config-filter, origins, max-depth, printed.
+    auto finish = [&](Tree forest) -> std::string {
+        std::string out;
         if (r.access) {
             r.access->pruneUnreadable(forest);
         }
@@ -241,9 +279,9 @@ Reply Server::opGetData(Request& r) {
                 const bool in = origins.empty() || std::any_of(origins.begin(), origins.end(), [&](auto* o) {
                                     return derivedFrom(origin, o);
                                 });
-                const bool out = std::any_of(negated.begin(), negated.end(),
-                                             [&](auto* o) { return derivedFrom(origin, o); });
-                if (!in || out) {
+                const bool excluded = std::any_of(negated.begin(), negated.end(),
+                                                  [&](auto* o) { return derivedFrom(origin, o); });
+                if (!in || excluded) {
                     freeNode(forest, t);
                     continue;
                 }
@@ -279,8 +317,62 @@ Reply Server::opGetData(Request& r) {
             // A container whose children max-depth cut off is shown, empty.
             const std::uint32_t keepEmpty =
                 maxDepthNode && maxDepth != "unbounded" ? LYD_PRINT_KEEPEMPTYCONT : 0;
-            xml = print(forest.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd | keepEmpty);
+            out = print(forest.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd | keepEmpty);
         }
+
+        return out;
+    };
+    std::string xml;
+    if (!copy) {
+        xml = readXml(r, datastore.store, datastore.operational, filterHolder.get(), wd);
+    } else if (datastore.operational && withOrigin && !configFilter &&
+               !(maxDepthNode && maxDepth != "unbounded") && origins.empty() && negated.empty()) {
+        // Only with-origin: every top-level node has one origin, so the data is printed straight
+        // from the trees as get-config prints it and each top-level element gets its annotation.
+        // Only /nacm holds both (the configuration and its counters): it takes the copy path.
+        Tree nacm;
+        store_->read(ds::Datastore::Running, [&](const lyd_node* tree) {
+            const lyd_node* config = nacmTop(tree);
+            std::string part = readableXml(tree, filterHolder.get(), wd, r.access, config);
+            annotateTopLevel(part, "intended");
+            xml += part;
+            nacm = selectedAlone(config);
+        });
+        const Tree state = stateData();
+        const lyd_node* counters = nacmTop(state.get());
+        std::string part = readableXml(state.get(), filterHolder.get(), wd, r.access, counters);
+        annotateTopLevel(part, "system");
+        xml += part;
+        if (counters) {
+            Tree copied = selectedAlone(counters);
+            lyd_node* first = nacm.release();
+            const LY_ERR rc =
+                copied ? lyd_merge_siblings(&first, copied.get(), LYD_MERGE_DESTRUCT) : LY_SUCCESS;
+            copied.release();
+            nacm.reset(first);
+            if (rc != LY_SUCCESS) {
+                throw YangError("merging the NACM counters", ctx_.get());
+            }
+        }
+        xml += finish(std::move(nacm));
+    } else {
+        // Configuration, then state data merged into it (the NACM configuration and its counters
+        // become one /nacm).
+        Tree forest;
+        store_->read(datastore.store, [&](const lyd_node* tree) { forest = selected(tree); });
+        if (datastore.operational) {
+            Tree state = selected(stateData().get());
+            if (state) {
+                lyd_node* first = forest.release();
+                const LY_ERR rc = lyd_merge_siblings(&first, state.get(), LYD_MERGE_DESTRUCT);
+                state.release(); // LYD_MERGE_DESTRUCT: spent, whatever the result
+                forest.reset(first);
+                if (rc != LY_SUCCESS) {
+                    throw YangError("merging state data into the operational datastore", ctx_.get());
+                }
+            }
+        }
+        xml = finish(std::move(forest));
     }
     return Reply::output("<data xmlns=\"urn:ietf:params:xml:ns:yang:ietf-netconf-nmda\">" + xml + "</data>");
 }

@@ -76,6 +76,14 @@ def test_origin_metadata_and_origin_filters(server, m):
     with_origin = get_data(m, "operational", "<with-origin/>")
     assert re.search(r'<interfaces [^>]*origin="[\w-]+:intended"', with_origin), with_origin[:600]
     assert re.search(r'<netconf-state [^>]*origin="[\w-]+:system"', with_origin)
+    # /nacm is configuration (intended) holding the server's counters (system).
+    assert re.search(r'<nacm [^>]*origin="[\w-]+:intended"', with_origin), with_origin[-1500:]
+    assert re.search(r'<denied-operations [^>]*origin="[\w-]+:system"', with_origin)
+    # The same annotations when the copy path runs (max-depth).
+    deep = get_data(m, "operational", "<with-origin/><max-depth>65535</max-depth>")
+    assert re.search(r'<interfaces [^>]*origin="[\w-]+:intended"', deep)
+    assert re.search(r'<denied-operations [^>]*origin="[\w-]+:system"', deep)
+    assert names(deep) == names(with_origin)
     plain = get_data(m, "operational")
     assert "origin=" not in plain  # only when asked for
     system_only = get_data(m, "operational", "<origin-filter>or:system</origin-filter>")
