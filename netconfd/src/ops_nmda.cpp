@@ -179,8 +179,24 @@ void annotateTopLevel(std::string& xml, const char* origin) {
             out.append(tag);
         }
         out += '>';
-        depth += end ? -1 : (empty ? 0 : 1);
         i = gt + 1;
+        if (!end && depth == 0 && !empty) {
+            // The rest of a top-level element is copied whole up to its end tag, found by a string
+            // search, unless an element of the same name may be nested in it (then tag by tag).
+            const std::string_view elementName = tag.substr(1, name - 1);
+            const std::string endTag = "</" + std::string(elementName) + ">";
+            const std::size_t close = xml.find(endTag, i);
+            std::size_t nested = xml.find("<" + std::string(elementName), i);
+            while (nested < close && !std::strchr(" />", xml[nested + name])) {
+                nested = xml.find("<" + std::string(elementName), nested + 1);
+            }
+            if (close != std::string::npos && (nested == std::string::npos || nested > close)) {
+                out.append(xml, i, close + endTag.size() - i);
+                i = close + endTag.size();
+                continue;
+            }
+        }
+        depth += end ? -1 : (empty ? 0 : 1);
     }
     if (i < xml.size()) {
         out.append(xml, i, std::string::npos);
