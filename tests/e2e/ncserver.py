@@ -207,6 +207,32 @@ def edits_until_kill(server, edit, prefix, writers=4, at_least=40, timeout=30):
         return list(acked)
 
 
+# Notifications an ncclient session received (RFC 5277 and RFC 8639 subscriptions alike).
+
+def take_all(m, timeout=3.0):
+    """Every notification that arrives until none comes for `timeout` seconds (XML texts)."""
+    out = []
+    while True:
+        n = m.take_notification(block=True, timeout=timeout)
+        if n is None:
+            return out
+        out.append(n.notification_xml)
+
+
+def take_until(m, pattern, timeout=10.0):
+    """Notifications up to and including the first that matches `pattern`."""
+    out = []
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        n = m.take_notification(block=True, timeout=max(0.1, deadline - time.time()))
+        if n is None:
+            break
+        out.append(n.notification_xml.replace("&apos;", "'"))
+        if re.search(pattern, out[-1]):
+            return out
+    raise AssertionError("no notification matching %r within %ss; got %r" % (pattern, timeout, out))
+
+
 def commit_in_parallel(server, prefix, sessions=10, edits=40):
     """`sessions` sessions at once each commit `edits` interfaces named PREFIX<session>-<i> (with a
     200-byte description); asserts that every commit succeeded."""

@@ -10,7 +10,7 @@ import pytest
 from ncclient.operations.rpc import RPCError
 from ncclient.xml_ import to_ele
 
-from ncserver import commit_in_parallel, NC, IF, Server, config, iface, interfaces
+from ncserver import Server, commit_in_parallel, config, iface, interfaces, take_all, take_until
 
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 NCN = "urn:ietf:params:xml:ns:yang:ietf-netconf-notifications"
@@ -19,30 +19,6 @@ LONG_AGO = "2000-01-01T00:00:00Z"
 
 # A small subscriber queue so that a subscriber that reads nothing is found out quickly.
 SERVER_ARGS = ["--notification-queue-bytes", "65536"]
-
-
-def take_all(m, timeout=3.0):
-    """Every notification that arrives until none comes for `timeout` seconds (XML texts)."""
-    out = []
-    while True:
-        n = m.take_notification(block=True, timeout=timeout)
-        if n is None:
-            return out
-        out.append(n.notification_xml)
-
-
-def take_until(m, pattern, timeout=10.0):
-    """Notifications up to and including the first that matches `pattern`."""
-    out = []
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        n = m.take_notification(block=True, timeout=max(0.1, deadline - time.time()))
-        if n is None:
-            break
-        out.append(n.notification_xml.replace("&apos;", "'"))
-        if re.search(pattern, out[-1]):
-            return out
-    raise AssertionError("no notification matching %r within %ss; got %r" % (pattern, timeout, out))
 
 
 def edits_of(xml):

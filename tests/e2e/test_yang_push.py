@@ -11,7 +11,7 @@ import pytest
 from ncclient.operations.rpc import RPCError
 from ncclient.xml_ import to_ele
 
-from ncserver import commit_in_parallel, IF, NC, config, iface
+from ncserver import IF, NC, commit_in_parallel, config, iface, take_all, take_until
 
 SN = "urn:ietf:params:xml:ns:yang:ietf-subscribed-notifications"
 YP = "urn:ietf:params:xml:ns:yang:ietf-yang-push"
@@ -36,29 +36,6 @@ def on_change(m, xpath="/if:interfaces", extra="", datastore="running"):
            if xpath else "")
     return establish(m, "<yp:datastore>ds:%s</yp:datastore>%s<yp:on-change>%s</yp:on-change>"
                      % (datastore, flt, extra))
-
-
-def take_until(m, pattern, timeout=10.0):
-    """Notifications up to and including the first that matches `pattern` (XML texts)."""
-    out = []
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        n = m.take_notification(block=True, timeout=max(0.1, deadline - time.time()))
-        if n is None:
-            break
-        out.append(n.notification_xml)
-        if re.search(pattern, out[-1]):
-            return out
-    raise AssertionError("no notification matching %r within %ss; got %r" % (pattern, timeout, out))
-
-
-def take_all(m, timeout=1.0):
-    out = []
-    while True:
-        n = m.take_notification(block=True, timeout=timeout)
-        if n is None:
-            return out
-        out.append(n.notification_xml)
 
 
 def edits(xml):
