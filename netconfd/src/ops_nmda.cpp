@@ -241,9 +241,9 @@ Reply Server::opGetData(Request& r) {
     const lyd_node* configFilter = child(rpc, "config-filter");
     const lyd_node* maxDepthNode = child(rpc, "max-depth");
     const std::string maxDepth = valueOf(maxDepthNode);
+    const bool depthLimited = maxDepthNode && maxDepth != "unbounded";
     const std::uint32_t wd = withDefaultsFlag(rpc);
-    const bool copy = configFilter || (maxDepthNode && maxDepth != "unbounded") || withOrigin ||
-                      !origins.empty() || !negated.empty();
+    const bool copy = configFilter || depthLimited || withOrigin || !origins.empty() || !negated.empty();
     // What is selected of `tree` (any sibling; nullptr: nothing), as a forest of copies.
     auto selected = [&](const lyd_node* tree) -> Tree {
         if (!tree) {
@@ -323,7 +323,7 @@ Reply Server::opGetData(Request& r) {
                 }
             }
         }
-        if (maxDepthNode && maxDepth != "unbounded") {
+        if (depthLimited) {
             const auto depth = static_cast<std::uint32_t>(std::stoul(maxDepth));
             for (lyd_node* t = forest ? lyd_first_sibling(forest.get()) : nullptr; t; t = t->next) {
                 limitDepth(t, 1, depth);
@@ -331,8 +331,7 @@ Reply Server::opGetData(Request& r) {
         }
         if (forest) {
             // A container whose children max-depth cut off is shown, empty.
-            const std::uint32_t keepEmpty =
-                maxDepthNode && maxDepth != "unbounded" ? LYD_PRINT_KEEPEMPTYCONT : 0;
+            const std::uint32_t keepEmpty = depthLimited ? LYD_PRINT_KEEPEMPTYCONT : 0;
             out = print(forest.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK | wd | keepEmpty);
         }
 
@@ -341,8 +340,8 @@ Reply Server::opGetData(Request& r) {
     std::string xml;
     if (!copy) {
         xml = readXml(r, datastore.store, datastore.operational, filterHolder.get(), wd);
-    } else if (datastore.operational && withOrigin && !configFilter &&
-               !(maxDepthNode && maxDepth != "unbounded") && origins.empty() && negated.empty()) {
+    } else if (datastore.operational && withOrigin && !configFilter && !depthLimited && origins.empty() &&
+               negated.empty()) {
         // Only with-origin: every top-level node has one origin, so the data is printed straight
         // from the trees as get-config prints it and each top-level element gets its annotation.
         // Only /nacm holds both (the configuration and its counters): it takes the copy path.
