@@ -78,21 +78,14 @@ void freeNode(Tree& forest, lyd_node* n) {
     forest.reset(keep);
 }
 
-/// RFC 8526 config-filter: keeps the config true (`config`) or config false nodes of `n`, with
-/// the ancestors and list keys of what it keeps. Returns whether anything of `n` is kept.
-bool keepByConfig(Tree& forest, lyd_node* n, bool config) {
-    if (!isConfig(n)) { // state data: all of it, or none of it
-        if (config) {
-            freeNode(forest, n);
-        }
-        return !config;
-    }
-    // Configuration: kept for config true; for config false only as an ancestor.
-    bool kept = config;
+/// RFC 8526 config-filter and origin filters: keeps the nodes of `n` that are `wanted`, with the
+/// ancestors and list keys of what it keeps. Returns whether anything of `n` is kept.
+template <typename Wanted> bool keepIf(Tree& forest, lyd_node* n, const Wanted& wanted) {
+    bool kept = wanted(n);
     for (lyd_node *c = lyd_child(n), *next = nullptr; c; c = next) {
         next = c->next;
         if (!isKey(c)) {
-            kept = keepByConfig(forest, c, config) || kept;
+            kept = keepIf(forest, c, wanted) || kept;
         }
     }
     if (!kept) {
@@ -141,9 +134,23 @@ const lysc_ident* originIdentity(const ly_ctx* ctx, std::string_view name) {
     return nullptr;
 }
 
-/// Adds the ietf-origin annotation `origin` to every top-level element of `xml` (elements as
-/// libyang prints them: no comments, no CDATA, text escaped, attribute values quoted).
+/// Adds the ietf-origin annotation `origin` to every top-level element of `xml`, and origin default
+/// to every default node (`xml` printed by libyang with LYD_PRINT_WD_ALL_TAG: no comments, no
+/// CDATA, text escaped, attribute values quoted).
 void annotateTopLevel(std::string& xml, const char* origin) {
+    // Defaults in use, printed tagged (with-defaults report-all-tagged, as libyang writes it):
+    // their origin is default.
+    static constexpr std::string_view kTagged =
+        " xmlns:ncwd=\"urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults\" ncwd:default=\"true\"";
+    static constexpr std::string_view kTag = " ncwd:default=\"true\"";
+    static constexpr std::string_view kDefault =
+        " xmlns:or=\"urn:ietf:params:xml:ns:yang:ietf-origin\" or:origin=\"or:default\"";
+    for (const std::string_view tag : {kTagged, kTag}) {
+        for (std::size_t at = xml.find(tag); at != std::string::npos;
+             at = xml.find(tag, at + kDefault.size())) {
+            xml.replace(at, tag.size(), kDefault);
+        }
+    }
     std::string out;
     out.reserve(xml.size() + 64);
     int depth = 0;
@@ -168,7 +175,7 @@ void annotateTopLevel(std::string& xml, const char* origin) {
         while (name < tag.size() && !std::strchr(" /\t\r\n", tag[name])) {
             ++name;
         }
-        if (!end && depth == 0) {
+        if (!end && depth == 0 && tag.find(":origin=") == std::string_view::npos) {
             // A top-level element that declares prefix "or" itself gets the annotation under another.
             const std::string prefix = tag.find("xmlns:or=") == std::string_view::npos ? "or" : "orx";
             out.append(tag.substr(0, name));
@@ -242,7 +249,8 @@ Reply Server::opGetData(Request& r) {
     const lyd_node* maxDepthNode = child(rpc, "max-depth");
     const std::string maxDepth = valueOf(maxDepthNode);
     const bool depthLimited = maxDepthNode && maxDepth != "unbounded";
-    const std::uint32_t wd = withDefaultsFlag(rpc);
+    // Defaults in use are part of operational (RFC 8342 5.3, origin default): all are shown.
+    const std::uint32_t wd = datastore.operational ? LYD_PRINT_WD_ALL : withDefaultsFlag(rpc);
     const bool copy = configFilter || depthLimited || withOrigin || !origins.empty() || !negated.empty();
     // What is selected of `tree` (any sibling; nullptr: nothing), as a forest of copies.
     auto selected = [&](const lyd_node* tree) -> Tree {
@@ -280,45 +288,45 @@ Reply Server::opGetData(Request& r) {
             for (lyd_node *t = forest ? lyd_first_sibling(forest.get()) : nullptr, *next = nullptr; t;
                  t = next) {
                 next = t->next;
-                keepByConfig(forest, t, config);
+                keepIf(forest, t, [config](const lyd_node* n) { return isConfig(n) == config; });
             }
         }
         if (datastore.operational && (withOrigin || !origins.empty() || !negated.empty())) {
-            // Configuration is intended (applied as committed); the server's state is system.
-            // A top-level node holds both only for /nacm: its counters are the server's.
+            // RFC 8342 5.3.4: configuration is intended (applied as committed), the server's state
+            // is system, a default in use is default; a node shows its origin where it differs
+            // from its parent's.
             const lysc_ident* intended = originIdentity(ctx_.get(), "intended");
             const lysc_ident* system = originIdentity(ctx_.get(), "system");
-            for (lyd_node *t = forest ? lyd_first_sibling(forest.get()) : nullptr, *next = nullptr; t;
-                 t = next) {
-                next = t->next;
-                const lysc_ident* origin = isConfig(t) ? intended : system;
-                const bool in = origins.empty() || std::any_of(origins.begin(), origins.end(), [&](auto* o) {
-                                    return derivedFrom(origin, o);
-                                });
-                const bool excluded = std::any_of(negated.begin(), negated.end(),
-                                                  [&](auto* o) { return derivedFrom(origin, o); });
-                if (!in || excluded) {
-                    freeNode(forest, t);
-                    continue;
+            const lysc_ident* fromDefault = originIdentity(ctx_.get(), "default");
+            auto originOf = [&](const lyd_node* n) {
+                return (n->flags & LYD_DEFAULT) ? fromDefault : isConfig(n) ? intended : system;
+            };
+            if (!origins.empty() || !negated.empty()) {
+                auto wanted = [&](const lyd_node* n) {
+                    const lysc_ident* origin = originOf(n);
+                    auto derived = [origin](const lysc_ident* o) { return derivedFrom(origin, o); };
+                    return (origins.empty() || std::any_of(origins.begin(), origins.end(), derived)) &&
+                           std::none_of(negated.begin(), negated.end(), derived);
+                };
+                for (lyd_node *t = forest ? lyd_first_sibling(forest.get()) : nullptr, *next = nullptr; t;
+                     t = next) {
+                    next = t->next;
+                    keepIf(forest, t, wanted);
                 }
-                if (withOrigin) {
-                    const std::string value = std::string("ietf-origin:") + origin->name;
-                    if (lyd_new_meta(ctx_.get(), t, nullptr, "ietf-origin:origin", value.c_str(), 0,
-                                     nullptr) != LY_SUCCESS) {
-                        throw YangError("annotating the origin", ctx_.get());
-                    }
-                    // State nodes inside a configuration node (the NACM counters) are the server's.
-                    if (origin == intended) {
-                        const lyd_node* elem = nullptr;
-                        LYD_TREE_DFS_BEGIN(t, elem) {
-                            if (elem != t && !isConfig(elem) && lyd_parent(elem) &&
-                                isConfig(lyd_parent(elem))) {
-                                lyd_new_meta(ctx_.get(), const_cast<lyd_node*>(elem), nullptr,
-                                             "ietf-origin:origin", "ietf-origin:system", 0, nullptr);
-                                LYD_TREE_DFS_continue = 1;
+            }
+            if (withOrigin) {
+                for (lyd_node* t = forest ? lyd_first_sibling(forest.get()) : nullptr; t; t = t->next) {
+                    lyd_node* elem = nullptr;
+                    LYD_TREE_DFS_BEGIN(t, elem) {
+                        const lysc_ident* origin = originOf(elem);
+                        if (!lyd_parent(elem) || originOf(lyd_parent(elem)) != origin) {
+                            const std::string value = std::string("ietf-origin:") + origin->name;
+                            if (lyd_new_meta(ctx_.get(), elem, nullptr, "ietf-origin:origin", value.c_str(),
+                                             0, nullptr) != LY_SUCCESS) {
+                                throw YangError("annotating the origin", ctx_.get());
                             }
-                            LYD_TREE_DFS_END(t, elem);
                         }
+                        LYD_TREE_DFS_END(t, elem);
                     }
                 }
             }
@@ -348,14 +356,15 @@ Reply Server::opGetData(Request& r) {
         Tree nacm;
         store_->read(ds::Datastore::Running, [&](const lyd_node* tree) {
             const lyd_node* config = nacmTop(tree);
-            std::string part = readableXml(tree, filterHolder.get(), wd, r.access, config);
+            std::string part = readableXml(tree, filterHolder.get(), LYD_PRINT_WD_ALL_TAG, r.access, config);
             annotateTopLevel(part, "intended");
             xml += part;
             nacm = selectedAlone(config);
         });
         const Tree state = stateData();
         const lyd_node* counters = nacmTop(state.get());
-        std::string part = readableXml(state.get(), filterHolder.get(), wd, r.access, counters);
+        std::string part =
+            readableXml(state.get(), filterHolder.get(), LYD_PRINT_WD_ALL_TAG, r.access, counters);
         annotateTopLevel(part, "system");
         xml += part;
         if (counters) {

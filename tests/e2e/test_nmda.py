@@ -82,10 +82,19 @@ def test_origin_metadata_and_origin_filters(server, m):
     # The same annotations when the copy path runs (max-depth).
     deep = get_data(m, "operational", "<with-origin/><max-depth>65535</max-depth>")
     assert re.search(r'<interfaces [^>]*origin="[\w-]+:intended"', deep)
+    assert re.search(r'<enabled [^>]*origin="[\w-]+:default"[^>]*>true</enabled>', deep)
     assert re.search(r'<denied-operations [^>]*origin="[\w-]+:system"', deep)
     assert names(deep) == names(with_origin)
     plain = get_data(m, "operational")
     assert "origin=" not in plain  # only when asked for
+    # A default in use (ietf-interfaces' enabled) is in operational, with origin default; running
+    # shows it only when asked for (basic mode explicit).
+    assert "<enabled>true</enabled>" in plain
+    assert "<enabled>" not in get_data(m, "running")
+    assert re.search(r'<enabled [^>]*origin="[\w-]+:default"[^>]*>true</enabled>', with_origin), with_origin[:1500]
+    only_defaults = get_data(m, "operational", "<origin-filter>or:default</origin-filter>")
+    assert "<enabled>true</enabled>" in only_defaults and "<type" not in only_defaults
+    assert "<name>o1</name>" in only_defaults  # the keys of the entries holding them
     system_only = get_data(m, "operational", "<origin-filter>or:system</origin-filter>")
     assert "<netconf-state" in system_only and "<interfaces" not in system_only
     not_system = get_data(m, "operational", "<negated-origin-filter>or:system</negated-origin-filter>")
