@@ -4,12 +4,13 @@
 // The datastores as this server has them: intended is running (ncstore has no inactive
 // configuration and no templates to take out of it, RFC 8342 5.1.4), read-only; operational is
 // running as applied (origin intended: the server applies every committed change, nothing is
-// refused or pending) with the server's own state data (origin system: monitoring, yang-library,
-// NACM counters, the commit history, the notification streams), read-only.
+// refused or pending) with the defaults in use (origin default) and the server's own state data
+// (origin system: monitoring, yang-library, NACM counters, the commit history, the notification
+// streams), read-only.
 //
 // get-data reads through the one select-and-print path of every read (readXml: filters, NACM,
-// with-defaults). Only config-filter, max-depth and the origin parameters need a copy of what is
-// selected, pruned and annotated before it is printed.
+// with-defaults). with-origin alone annotates the printed text; only config-filter, max-depth and
+// the origin filters need a copy of what is selected, pruned and annotated before it is printed.
 #include "rpcargs.hpp"
 #include "server.hpp"
 
