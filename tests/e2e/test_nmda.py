@@ -22,11 +22,21 @@ def get_data(m, datastore, body=""):
     return reply.xml
 
 
-def edit_data(m, datastore, content, default_operation=None):
+def edit_data(m, datastore, content, default_operation=None, raw=False):
+    """edit-data of `content` (interface entries, or with `raw` the whole <config> content)."""
     op = "<default-operation>%s</default-operation>" % default_operation if default_operation else ""
+    body = content if raw else '<interfaces xmlns="%s" xmlns:nc="%s">%s</interfaces>' % (IF, NC, content)
     return m.dispatch(to_ele('<edit-data xmlns="%s" xmlns:ds="%s"><datastore>ds:%s</datastore>%s'
-                             '<config><interfaces xmlns="%s" xmlns:nc="%s">%s</interfaces></config></edit-data>'
-                             % (NMDA, DS, datastore, op, IF, NC, content)))
+                             "<config>%s</config></edit-data>" % (NMDA, DS, datastore, op, body)))
+
+
+def entries(m, datastore):
+    """{name: description or None} of the interfaces get-data reads from `datastore`."""
+    from lxml import etree
+    data = etree.fromstring(get_data(m, datastore, '<subtree-filter><interfaces xmlns="%s"/></subtree-filter>'
+                                     % IF).encode())
+    return {e.findtext("{%s}name" % IF): e.findtext("{%s}description" % IF)
+            for e in data.iter("{%s}interface" % IF)}
 
 
 def names(xml):
@@ -136,6 +146,61 @@ def test_edit_data_on_each_writable_datastore(server, m):
             edit_data(m, ds, iface("e5"))
         assert e.value.tag == "invalid-value"
     assert "e5" not in interfaces(m)
+
+
+@pytest.mark.parametrize("datastore", ["running", "candidate", "startup"])
+def test_every_edit_operation_on_each_writable_datastore(server, m, datastore):
+    edit_data(m, datastore, iface("w1", op="create"))
+    edit_data(m, datastore, iface("w1", description="merged", op="merge"))
+    assert entries(m, datastore)["w1"] == "merged"
+    edit_data(m, datastore, iface("w1", type_="softwareLoopback", op="replace"))  # the description goes
+    assert entries(m, datastore)["w1"] is None
+    edit_data(m, datastore, iface("w2", description="two"))
+    edit_data(m, datastore, iface("w2", op="remove", type_=None))
+    edit_data(m, datastore, iface("w2", op="remove", type_=None))  # remove of what is not there: fine
+    edit_data(m, datastore, iface("w1", op="delete", type_=None))
+    assert "w1" not in entries(m, datastore) and "w2" not in entries(m, datastore)
+    if datastore == "candidate":
+        m.discard_changes()
+
+
+# The bad-input matrix of edit-config (test_errors.py), through edit-data: the same tags, and
+# nothing changes.
+BAD_EDITS = [
+    ("<interface><name>eth0</name><enabled>maybe</enabled></interface>", ("invalid-value",), "enabled"),
+    ('<interface><name>eth5</name><type xmlns:ia="urn:ietf:params:xml:ns:yang:iana-if-type">ia:noSuchType'
+     "</type></interface>", ("invalid-value",), None),
+    ("<interface><name>eth0</name><bogus>1</bogus></interface>", ("unknown-element",), None),
+    ("<interface><description>no name</description></interface>", ("missing-element",), None),
+    (iface("eth0", op="create"), ("data-exists",), "eth0"),
+    (iface("eth9", type_=None, op="delete"), ("data-missing",), "eth9"),
+    (iface("eth0", op="frobnicate"), ("bad-attribute", "invalid-value"), None),
+]
+
+
+@pytest.mark.parametrize("content,tags,path", BAD_EDITS)
+def test_bad_edits_get_the_edit_config_errors(server, m, content, tags, path):
+    m.edit_config(target="running", config=config(iface("eth0", description="keep me")))
+    before = m.get_config(source="running").data_xml
+    with pytest.raises(RPCError) as e:
+        edit_data(m, "running", content)
+    assert e.value.tag in tags, (content, e.value)
+    if path:
+        assert path in (e.value.path or ""), e.value.path
+    assert m.get_config(source="running").data_xml == before
+
+
+def test_bad_namespaces_and_state_data_are_refused(server, m):
+    before = m.get_config(source="running").data_xml
+    for body, tags in (('<interfaces xmlns="urn:example:nope"><interface><name>x</name></interface></interfaces>',
+                        ("unknown-namespace",)),
+                       ('<interfaces-state xmlns="%s"><interface><name>eth0</name><oper-status>up</oper-status>'
+                        "</interface></interfaces-state>" % IF,
+                        ("invalid-value", "bad-element", "unknown-element", "operation-not-supported"))):
+        with pytest.raises(RPCError) as e:
+            edit_data(m, "running", body, raw=True)
+        assert e.value.tag in tags, (body, e.value)
+    assert m.get_config(source="running").data_xml == before
 
 
 def test_yang_library_and_the_libnetconf2_client(server, m, tmp_path):
