@@ -70,6 +70,11 @@ def test_filters_config_filter_and_max_depth(server, m):
     assert "<netconf-state" in state and "<interfaces" not in state
     config_only = get_data(m, "operational", "<config-filter>true</config-filter>")
     assert "<interfaces" in config_only and "<netconf-state" not in config_only
+    # with-defaults on a configuration datastore, as for get-config (RFC 6243).
+    assert "<enabled>true</enabled>" not in get_data(m, "running")
+    assert "<enabled>true</enabled>" in get_data(m, "running", "<with-defaults>report-all</with-defaults>")
+    assert re.search(r'<enabled [^>]*default="true"[^>]*>true</enabled>',
+                     get_data(m, "running", "<with-defaults>report-all-tagged</with-defaults>"))
     # config-filter false on running: nothing (running holds configuration only).
     assert "<interface>" not in get_data(m, "running", "<config-filter>false</config-filter>")
     # max-depth 2: the interfaces' list entries, with their keys only.
