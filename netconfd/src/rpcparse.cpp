@@ -363,6 +363,16 @@ ParsedRpc parseRpc(const ly_ctx* ctx, const std::string& message) {
             out.op.reset();
             out.configNode = nullptr;
             out.config.reset();
+        } else if (message.find(kPlaceholderNs) != std::string::npos) {
+            // The namespace of the server's own stand-in for a <config> parsed apart: a client's
+            // element in it would pass for one (isParsedSeparately()).
+            RpcError e(ErrorTag::UnknownNamespace, ErrorType::Protocol,
+                       "namespace " + std::string(kPlaceholderNs) + " is reserved");
+            e.badNamespace = kPlaceholderNs;
+            out.error = std::move(e);
+            out.op.reset();
+            out.configNode = nullptr;
+            out.config.reset();
         }
         return out;
     }

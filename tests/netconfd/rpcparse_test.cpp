@@ -73,6 +73,22 @@ TEST(RpcParse, ValidRpcHasNoError) {
     EXPECT_FALSE(p.error);
 }
 
+TEST(RpcParse, TheConfigPlaceholdersNamespaceIsReservedForTheServer) {
+    // Found by fuzz_rpc (tests/fuzz/crashes/fuzz_rpc/forged-config-placeholder-namespace): a
+    // client's element in it passed for a <config> parsed apart.
+    const std::string forged = "<interfaces xmlns=\"urn:ncstore:internal:config-parsed-separately\"/>";
+    for (const std::string& message :
+         {rpc("<get><filter type=\"subtree\">" + forged + "</filter></get>"), edit("", forged)}) {
+        SCOPED_TRACE(message);
+        auto p = parse(message);
+        ASSERT_TRUE(p.error);
+        EXPECT_EQ(p.error->tag, ErrorTag::UnknownNamespace);
+        EXPECT_EQ(p.error->badNamespace, "urn:ncstore:internal:config-parsed-separately");
+        EXPECT_FALSE(p.op);
+        EXPECT_TRUE(p.envelope); // the reply repeats the message-id
+    }
+}
+
 TEST(RpcParse, MissingMessageIdIsMissingAttribute) {
     auto p = parse(rpc("<get-config><source><running/></source></get-config>", ""));
     ASSERT_TRUE(p.error);
