@@ -147,10 +147,21 @@ void annotateTopLevel(std::string& xml, const char* origin) {
     static constexpr std::string_view kDefault =
         " xmlns:or=\"urn:ietf:params:xml:ns:yang:ietf-origin\" or:origin=\"or:default\"";
     for (const std::string_view tag : {kTagged, kTag}) {
-        for (std::size_t at = xml.find(tag); at != std::string::npos;
-             at = xml.find(tag, at + kDefault.size())) {
-            xml.replace(at, tag.size(), kDefault);
+        // One pass, appending: replacing in place would move the rest of the text each time.
+        std::size_t at = xml.find(tag);
+        if (at == std::string::npos) {
+            continue;
         }
+        std::string replaced;
+        replaced.reserve(xml.size() + xml.size() / 8);
+        std::size_t from = 0;
+        for (; at != std::string::npos; at = xml.find(tag, from)) {
+            replaced.append(xml, from, at - from);
+            replaced += kDefault;
+            from = at + tag.size();
+        }
+        replaced.append(xml, from, std::string::npos);
+        xml.swap(replaced);
     }
     std::string out;
     out.reserve(xml.size() + 64);
