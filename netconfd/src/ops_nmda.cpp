@@ -139,26 +139,26 @@ const lysc_ident* originIdentity(const ly_ctx* ctx, std::string_view name) {
 /// to every default node (`xml` printed by libyang with LYD_PRINT_WD_ALL_TAG: no comments, no
 /// CDATA, text escaped, attribute values quoted).
 void annotateTopLevel(std::string& xml, const char* origin) {
-    // Defaults in use, printed tagged (with-defaults report-all-tagged, as libyang writes it):
-    // their origin is default.
-    static constexpr std::string_view kTagged =
-        " xmlns:ncwd=\"urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults\" ncwd:default=\"true\"";
+    // Defaults in use, printed tagged (with-defaults report-all-tagged, as libyang writes it, with
+    // or without the declaration of its prefix): their origin is default. The prefix "or" is
+    // declared on the top-level elements below (only a top-level leaf could declare "or" for
+    // another namespace, and a leaf holds no element that would use it).
+    static constexpr std::string_view kNcwd =
+        " xmlns:ncwd=\"urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults\"";
     static constexpr std::string_view kTag = " ncwd:default=\"true\"";
-    static constexpr std::string_view kDefault =
-        " xmlns:or=\"urn:ietf:params:xml:ns:yang:ietf-origin\" or:origin=\"or:default\"";
-    for (const std::string_view tag : {kTagged, kTag}) {
+    static constexpr std::string_view kDefault = " or:origin=\"or:default\"";
+    static constexpr std::string_view kDeclare = " xmlns:or=\"urn:ietf:params:xml:ns:yang:ietf-origin\"";
+    if (std::size_t at = xml.find(kTag); at != std::string::npos) {
         // One pass, appending: replacing in place would move the rest of the text each time.
-        std::size_t at = xml.find(tag);
-        if (at == std::string::npos) {
-            continue;
-        }
         std::string replaced;
-        replaced.reserve(xml.size() + xml.size() / 8);
+        replaced.reserve(xml.size());
         std::size_t from = 0;
-        for (; at != std::string::npos; at = xml.find(tag, from)) {
-            replaced.append(xml, from, at - from);
+        for (; at != std::string::npos; at = xml.find(kTag, from)) {
+            const bool declared =
+                at >= kNcwd.size() && std::string_view(xml).substr(at - kNcwd.size(), kNcwd.size()) == kNcwd;
+            replaced.append(xml, from, (declared ? at - kNcwd.size() : at) - from);
             replaced += kDefault;
-            from = at + tag.size();
+            from = at + kTag.size();
         }
         replaced.append(xml, from, std::string::npos);
         xml.swap(replaced);
@@ -187,8 +187,14 @@ void annotateTopLevel(std::string& xml, const char* origin) {
         while (name < tag.size() && !std::strchr(" /\t\r\n", tag[name])) {
             ++name;
         }
-        if (!end && depth == 0 && tag.find(":origin=") == std::string_view::npos) {
-            // A top-level element that declares prefix "or" itself gets the annotation under another.
+        if (!end && depth == 0 && tag.find(kDefault) != std::string_view::npos) {
+            // A default at the top: its annotation is there, its prefix is declared here.
+            out.append(tag.substr(0, name));
+            out += kDeclare;
+            out.append(tag.substr(name));
+        } else if (!end && depth == 0) {
+            // A top-level element that declares prefix "or" itself (a leaf: no default below it
+            // uses it) gets the annotation under another.
             const std::string prefix = tag.find("xmlns:or=") == std::string_view::npos ? "or" : "orx";
             out.append(tag.substr(0, name));
             out += " xmlns:" + prefix + "=\"urn:ietf:params:xml:ns:yang:ietf-origin\" " + prefix +
