@@ -130,21 +130,21 @@ Reply Server::opEditConfig(Request& r) {
     if (errorOption == "stop-on-error") {
         options.errorOption = ds::ErrorOption::StopOnError;
     }
+    return applyEdit(r, target, options);
+}
+
+Reply Server::applyEdit(Request& r, ds::Datastore target, const ds::EditOptions& options) {
+    const lyd_node* rpc = r.op;
     const lyd_node* configNode = child(rpc, "config");
     if (!configNode) {
         if (child(rpc, "url")) {
             throw RpcError(ErrorTag::OperationNotSupported, ErrorType::Protocol,
                            "the :url capability is not supported");
         }
-        throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "edit-config needs <config>")
+        throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol,
+                       std::string(rpc->schema->name) + " needs <config>")
             .withBadElement("config");
     }
-    return applyEdit(r, target, options, configNode);
-}
-
-Reply Server::applyEdit(Request& r, ds::Datastore target, const ds::EditOptions& options,
-                        const lyd_node* configNode) {
-    const lyd_node* rpc = r.op;
     Reply reply;
     const Tree edit = parseConfig(r.rpc, configNode, reply.parseUs);
     // Only an edit that names /nacm, or replaces at the top, can change running's /nacm.

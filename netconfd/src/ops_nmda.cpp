@@ -425,18 +425,9 @@ Reply Server::opEditData(Request& r) {
     if (!datastore.writable) {
         throw RpcError::invalidValue(valueOf(child(rpc, "datastore")) + " is not writable", "datastore");
     }
-    const lyd_node* configNode = child(rpc, "config");
-    if (!configNode) {
-        if (child(rpc, "url")) {
-            throw RpcError(ErrorTag::OperationNotSupported, ErrorType::Protocol,
-                           "the :url capability is not supported");
-        }
-        throw RpcError(ErrorTag::MissingElement, ErrorType::Protocol, "edit-data needs <config>")
-            .withBadElement("config");
-    }
     ds::EditOptions options;
     options.defaultOperation = defaultOperation(rpc);
-    return applyEdit(r, datastore.store, options, configNode);
+    return applyEdit(r, datastore.store, options);
 }
 
 } // namespace ncstore::netconfd

@@ -90,10 +90,9 @@ private:
                         std::uint32_t wd);
     Reply opGetData(Request& r);
     Reply opEditData(Request& r);
-    /// edit-config and edit-data: `configNode` (an anyxml or anydata with the edit) applied to
-    /// `target` with `options`.
-    Reply applyEdit(Request& r, ds::Datastore target, const ds::EditOptions& options,
-                    const lyd_node* configNode);
+    /// edit-config and edit-data: the RPC's <config> (an anyxml or anydata with the edit) applied
+    /// to `target` with `options`; missing-element without one (operation-not-supported for :url).
+    Reply applyEdit(Request& r, ds::Datastore target, const ds::EditOptions& options);
     Reply opEditConfig(Request& r);
     Reply opCopyConfig(Request& r);
     Reply opDeleteConfig(Request& r);
