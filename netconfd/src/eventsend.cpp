@@ -15,6 +15,8 @@ using namespace rpcargs;
 namespace {
 
 constexpr std::string_view kNcnNs = "urn:ietf:params:xml:ns:yang:ietf-netconf-notifications";
+// Notifications written to the connection in one go.
+constexpr std::size_t kWriteBatch = 1u << 20;
 
 /// What of `content` the filter selects ("": nothing, the event is not sent).
 std::string filtered(const ly_ctx* ctx, const lyd_node* filterNode, const std::string& content) {
@@ -107,12 +109,23 @@ std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const na
 }
 
 /// Appends one framed <notification> to `out`.
-void appendNotification(std::string& out, bool base11, std::chrono::system_clock::time_point time,
-                        const std::string& content) {
+void Outbox::add(std::chrono::system_clock::time_point eventTime, const std::string& content) {
     std::string message(transport::kHeaderRoom, ' ');
-    message += notify::notificationMessage(time, content);
-    out += transport::frameInPlace(message,
-                                   base11 ? transport::Framing::Chunked : transport::Framing::EndOfMessage);
+    message += notify::notificationMessage(eventTime, content);
+    out_ += transport::frameInPlace(message,
+                                    base11_ ? transport::Framing::Chunked : transport::Framing::EndOfMessage);
+    ++sent_;
+    if (out_.size() >= kWriteBatch) {
+        flush();
+    }
+}
+
+bool Outbox::flush() {
+    if (!out_.empty()) {
+        ok_ = ok_ && conn_.write(out_);
+        out_.clear();
+    }
+    return ok_;
 }
 
 } // namespace ncstore::netconfd

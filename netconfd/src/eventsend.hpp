@@ -1,13 +1,16 @@
 // Sending one event to one subscriber, for RFC 5277 and RFC 8639 subscriptions alike: what NACM
 // lets the session see of it (RFC 8341 3.4.6: the event type; 3.4.5: the edits of a
-// netconf-config-change it may read), what the subscription's filter selects, the framing.
+// netconf-config-change it may read), what the subscription's filter selects, the framing and
+// the writing.
 #pragma once
 
 #include "access.hpp"
+#include "ssh.hpp"
 
 #include "ncstore/yang.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace ncstore::netconfd {
@@ -20,8 +23,23 @@ Tree parseEvent(const ly_ctx* ctx, const std::string& content);
 std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const nacm::Access& access,
                        const lyd_node* filterNode, const std::string& content);
 
-/// Appends one framed <notification> (RFC 5277 envelope) to `out`.
-void appendNotification(std::string& out, bool base11, std::chrono::system_clock::time_point time,
-                        const std::string& content);
+/// The notifications one delivery writes to a session: each in its RFC 5277 envelope, framed as
+/// the session speaks, written in batches of about 1 MiB, counted.
+class Outbox {
+public:
+    Outbox(transport::SshConnection& conn, bool base11) : conn_(conn), base11_(base11) {}
+    void add(std::chrono::system_clock::time_point eventTime, const std::string& content);
+    /// Writes what is pending (waiting for a client that does not read, up to the write
+    /// timeout); false once a write failed.
+    bool flush();
+    std::uint64_t sent() const { return sent_; }
+
+private:
+    transport::SshConnection& conn_;
+    const bool base11_;
+    std::string out_;
+    std::uint64_t sent_ = 0;
+    bool ok_ = true;
+};
 
 } // namespace ncstore::netconfd

@@ -21,8 +21,6 @@ constexpr const char* kStream = "NETCONF";
 constexpr const char* kNmNs = "urn:ietf:params:xml:ns:netmod:notification";
 // Live events a subscriber may have pending before it counts as unable to keep up.
 constexpr std::size_t kQueueEvents = 1u << 20;
-// Notifications written to the connection in one go.
-constexpr std::size_t kWriteBatch = 1u << 20;
 
 std::string replayComplete() {
     return std::string("<replayComplete xmlns=\"") + kNmNs + "\"/>";
@@ -106,15 +104,7 @@ bool Server::deliverNotifications(Session& s) {
         return deliverDynamic(s);
     }
     EventSubscription& sub = *s.subscription;
-    std::string out;
-    bool ok = true;
-    auto flush = [&] {
-        if (!out.empty()) {
-            ok = ok && s.connection().write(out);
-            out.clear();
-        }
-    };
-    std::uint64_t sent = 0;
+    Outbox box(s.connection(), s.base11);
     // The rules in force now decide, for every event sent now (replayed ones included).
     const auto access = s.access.current();
     auto send = [&](Clock::time_point time, const std::string& content, bool filter = true) {
@@ -124,11 +114,7 @@ bool Server::deliverNotifications(Session& s) {
         if (selected.empty()) {
             return;
         }
-        appendNotification(out, s.base11, time, selected);
-        ++sent;
-        if (out.size() >= kWriteBatch) {
-            flush();
-        }
+        box.add(time, selected);
     };
     bool complete = false;
     if (sub.replayPending) {
@@ -157,11 +143,9 @@ bool Server::deliverNotifications(Session& s) {
         s.subscription.reset();
         NCS_LOG(info) << "session " << s.id << ": subscription complete (stopTime reached)";
     }
-    flush(); // may wait for a client that does not read: its queue then overflows and cuts it
-    if (sent > 0) {
-        s.outNotifications += sent;
-        stats_.outNotifications += sent;
-    }
+    // May wait for a client that does not read: its queue then overflows and cuts it.
+    const bool ok = box.flush();
+    counted(s, box.sent());
     if (over || s.subscriberTooSlow) {
         NCS_LOG(warning)
             << "session " << s.id << " of " << s.user << ": its subscriber does not keep up (more than "
@@ -170,6 +154,11 @@ bool Server::deliverNotifications(Session& s) {
         return false;
     }
     return ok && deliverDynamic(s);
+}
+
+void Server::counted(Session& s, std::uint64_t notifications) {
+    s.outNotifications += notifications;
+    stats_.outNotifications += notifications;
 }
 
 void Server::raiseSessionStart(const Session& s) {

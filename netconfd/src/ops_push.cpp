@@ -31,8 +31,6 @@ using Clock = std::chrono::system_clock;
 constexpr const char* kStream = "NETCONF";
 // Live events a subscription may have pending before it counts as unable to keep up.
 constexpr std::size_t kQueueEvents = 1u << 20;
-// Notifications written to the connection in one go.
-constexpr std::size_t kWriteBatch = 1u << 20;
 // The shortest period of a periodic subscription (RFC 8641 period-unsupported below it).
 constexpr auto kMinPeriod = std::chrono::milliseconds(100);
 
@@ -369,22 +367,7 @@ bool Server::deliverDynamic(Session& s) {
     if (s.dynamic.empty()) {
         return true;
     }
-    std::string out;
-    bool ok = true;
-    std::uint64_t sent = 0;
-    auto flush = [&] {
-        if (!out.empty()) {
-            ok = ok && s.connection().write(out);
-            out.clear();
-        }
-    };
-    auto add = [&](Clock::time_point time, const std::string& content) {
-        appendNotification(out, s.base11, time, content);
-        ++sent;
-        if (out.size() >= kWriteBatch) {
-            flush();
-        }
-    };
+    Outbox box(s.connection(), s.base11);
     // The rules in force now decide, for everything sent now.
     const auto access = s.access.current();
     const nacm::Access* limited = access->permitsAllReads() ? nullptr : access.get();
@@ -426,21 +409,21 @@ bool Server::deliverDynamic(Session& s) {
                                  << " bytes of events pending): terminated";
                 // RFC 8639 has no reason for a queue that overflowed: suspended for want of
                 // resources, and never resumed.
-                add(Clock::now(), push::subscriptionSuspended(d.id, sn("insufficient-resources")));
+                box.add(Clock::now(), push::subscriptionSuspended(d.id, sn("insufficient-resources")));
                 ended = push::subscriptionTerminated(d.id, sn("suspension-timeout"));
             } else if (d.kind == DynamicSubscription::Kind::Stream) {
                 auto send = [&](Clock::time_point time, const std::string& content) {
                     const std::string shown =
                         shownEvent(ctx, s.access, *access, d.selection.filterNode(), content);
                     if (!shown.empty()) {
-                        add(time, shown);
+                        box.add(time, shown);
                     }
                 };
                 if (d.replayPending) {
                     d.replayPending = false;
                     d.replayedThrough = notifications_->replay(
                         *d.replayStart, d.stop, [&](const notify::Event& e) { send(e.time, e.content); });
-                    add(Clock::now(), push::replayCompleted(d.id));
+                    box.add(Clock::now(), push::replayCompleted(d.id));
                 }
                 for (const auto& e : d.live->take()) {
                     if (e->id <= d.replayedThrough) {
@@ -453,7 +436,7 @@ bool Server::deliverDynamic(Session& s) {
                 }
             } else if (d.kind == DynamicSubscription::Kind::OnChange) {
                 if (d.syncUpdate) {
-                    add(now, push::pushUpdate(d.id, *d.syncUpdate));
+                    box.add(now, push::pushUpdate(d.id, *d.syncUpdate));
                     d.syncUpdate.reset();
                 }
                 for (auto& e : d.live->take()) {
@@ -466,7 +449,7 @@ bool Server::deliverDynamic(Session& s) {
                         for (const auto& e : d.held) {
                             const std::string edits = editsOf(d, *e->changes);
                             if (!edits.empty()) {
-                                add(e->time, push::pushChangeUpdate(d.id, std::to_string(e->id), edits));
+                                box.add(e->time, push::pushChangeUpdate(d.id, std::to_string(e->id), edits));
                             }
                         }
                     } else {
@@ -476,11 +459,11 @@ bool Server::deliverDynamic(Session& s) {
                             edits += editsOf(d, *e->changes);
                         }
                         if (!edits.empty()) {
-                            add(d.held.back()->time,
-                                push::pushChangeUpdate(d.id,
-                                                       std::to_string(d.held.front()->id) + "-" +
-                                                           std::to_string(d.held.back()->id),
-                                                       edits));
+                            box.add(d.held.back()->time,
+                                    push::pushChangeUpdate(d.id,
+                                                           std::to_string(d.held.front()->id) + "-" +
+                                                               std::to_string(d.held.back()->id),
+                                                           edits));
                             d.nextChangeUpdate = now + d.dampening;
                         }
                     }
@@ -491,7 +474,7 @@ bool Server::deliverDynamic(Session& s) {
                 store_->read(d.datastore, [&](const lyd_node* tree) {
                     contents = readableXml(tree, d.selection.filterNode(), 0, limited);
                 });
-                add(now, push::pushUpdate(d.id, contents));
+                box.add(now, push::pushUpdate(d.id, contents));
                 while (d.nextPeriodic <= now) {
                     d.nextPeriodic += d.period;
                 }
@@ -508,7 +491,7 @@ bool Server::deliverDynamic(Session& s) {
         }
         if (ended) {
             if (!ended->empty()) {
-                add(Clock::now(), *ended);
+                box.add(Clock::now(), *ended);
             }
             if (d.live) {
                 notifications_->bus().unsubscribe(d.live.get());
@@ -523,11 +506,8 @@ bool Server::deliverDynamic(Session& s) {
             ++i;
         }
     }
-    flush();
-    if (sent > 0) {
-        s.outNotifications += sent;
-        stats_.outNotifications += sent;
-    }
+    const bool ok = box.flush();
+    counted(s, box.sent());
     return ok;
 }
 

@@ -125,6 +125,8 @@ private:
     /// When the session must next look at its subscriptions without being woken (a stop time,
     /// a periodic update, the end of a dampening period), if ever.
     std::optional<std::chrono::system_clock::time_point> subscriptionDeadline(const Session& s) const;
+    /// Counts `notifications` sent to `s` (its and the server's statistics).
+    void counted(Session& s, std::uint64_t notifications);
     /// Ends the session's dynamic subscriptions (its end), without notifications.
     void dropDynamic(Session& s);
     /// ietf-netconf-notifications events of the session's life (RFC 6470).
