@@ -108,7 +108,8 @@ std::shared_ptr<void> Service::follow() {
     // bus before the caller subscribes, or carries its change set.
     std::lock_guard lock(publishing_);
     followers_.fetch_add(1, std::memory_order_acq_rel);
-    return std::shared_ptr<void>(nullptr, [this](void*) { followers_.fetch_sub(1, std::memory_order_acq_rel); });
+    return std::shared_ptr<void>(nullptr,
+                                 [this](void*) { followers_.fetch_sub(1, std::memory_order_acq_rel); });
 }
 
 void Service::changed(const ds::ChangeSet& changes) {

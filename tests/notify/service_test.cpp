@@ -185,7 +185,7 @@ TEST_F(ServiceTest, ConfigChangesCarryTheirChangeSetOnlyWhileSomeoneFollows) {
         ASSERT_EQ(got[0]->changes->changes.size(), 1u);
         EXPECT_EQ(got[0]->changes->changes[0].path, "/ietf-interfaces:interfaces/interface[name='b']");
         EXPECT_GT(got[0]->bytes(), got[0]->content.size()); // its memory counts in the queue
-        EXPECT_FALSE(got[1]->changes); // a server event has none
+        EXPECT_FALSE(got[1]->changes);                      // a server event has none
     }
     addInterface(*store, "c");
     got = await(*sub, 1);
