@@ -96,6 +96,17 @@ Tree parseEvent(const ly_ctx* ctx, const std::string& content) {
     return rc == LY_SUCCESS ? std::move(owned) : nullptr;
 }
 
+std::optional<std::string> eventFilterError(const ly_ctx* ctx, const lyd_node* filterNode,
+                                            const notify::Actor& session) {
+    const Tree probe = parseEvent(ctx, notify::sessionStart(session));
+    try {
+        filter::apply(probe.get(), filterNode);
+    } catch (const filter::Error& e) {
+        return std::string("invalid filter: ") + e.what();
+    }
+    return std::nullopt;
+}
+
 std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const nacm::Access& access,
                        const lyd_node* filterNode, const std::string& content) {
     if (!access.permitsAllNotifications() && !permitted(ctx, session, access, content)) {

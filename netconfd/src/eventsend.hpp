@@ -5,18 +5,26 @@
 #pragma once
 
 #include "access.hpp"
+#include "events.hpp"
 #include "ssh.hpp"
 
 #include "ncstore/yang.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ncstore::netconfd {
 
 /// The event `content` as a libyang notification tree, or null when it does not parse.
 Tree parseEvent(const ly_ctx* ctx, const std::string& content);
+
+/// Why events cannot be filtered through `filterNode` (filter.hpp's Error), or nullopt: tried on
+/// an event of the subscribing session itself, so that a bad filter is refused when the session
+/// subscribes, not at the first event.
+std::optional<std::string> eventFilterError(const ly_ctx* ctx, const lyd_node* filterNode,
+                                            const notify::Actor& session);
 
 /// What of event `content` the session is sent: NACM's view of it through `filterNode` (a
 /// filter node as filter.hpp reads them; nullptr: no filter). "": the event is not sent.

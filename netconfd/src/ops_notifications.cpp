@@ -7,7 +7,6 @@
 
 #include "events.hpp"
 #include "eventsend.hpp"
-#include "filter.hpp"
 
 namespace ncstore::netconfd {
 
@@ -70,12 +69,8 @@ Reply Server::opCreateSubscription(Request& r) {
             throw YangError("cannot keep the filter", ctx_.get());
         }
         sub->filter.reset(copy);
-        // A filter that cannot be evaluated is refused now, not at the first event.
-        const Tree probe = parseEvent(ctx_.get(), notify::sessionStart({s.id, s.user, s.host}));
-        try {
-            filter::apply(probe.get(), sub->filter.get());
-        } catch (const filter::Error& e) {
-            throw RpcError::invalidValue(std::string("invalid filter: ") + e.what(), "filter");
+        if (const auto error = eventFilterError(ctx_.get(), sub->filter.get(), {s.id, s.user, s.host})) {
+            throw RpcError::invalidValue(*error, "filter");
         }
     }
     // Live events are queued from now on; the replay reads the log after this, so that every

@@ -14,7 +14,6 @@
 
 #include "events.hpp"
 #include "eventsend.hpp"
-#include "filter.hpp"
 #include "patch.hpp"
 #include "readview.hpp"
 
@@ -117,12 +116,9 @@ Reply Server::opEstablishSubscription(Request& r) {
         d->kind = DynamicSubscription::Kind::Stream;
         if (const lyd_node* f = filterParam(rpc, "stream-subtree-filter", "stream-xpath-filter")) {
             d->selection = push::Selection::of(f, ctx_.get());
-            // A filter that cannot be evaluated is refused now, not at the first event.
-            const Tree probe = parseEvent(ctx_.get(), notify::sessionStart({s.id, s.user, s.host}));
-            try {
-                filter::apply(probe.get(), d->selection.filterNode());
-            } catch (const filter::Error& e) {
-                throw refusal(sn("filter-unsupported"), std::string("invalid filter: ") + e.what(), "filter");
+            if (const auto error =
+                    eventFilterError(ctx_.get(), d->selection.filterNode(), {s.id, s.user, s.host})) {
+                throw refusal(sn("filter-unsupported"), *error, "filter");
             }
         }
         if (auto start = timeOf(rpc, "replay-start-time")) {
@@ -295,13 +291,7 @@ Reply Server::opDeleteSubscription(Request& r) {
     Session& s = r.session;
     DynamicSubscription& d = ownSubscription(s, r.op);
     const std::uint32_t id = d.id;
-    if (d.live) {
-        notifications_->bus().unsubscribe(d.live.get());
-    }
-    {
-        std::lock_guard lock(subscriptionsMutex_);
-        dynamic_.erase(id);
-    }
+    forget(d);
     std::erase_if(s.dynamic, [id](const auto& x) { return x->id == id; });
     NCS_LOG(info) << "session " << s.id << " deleted subscription " << id;
     return Reply::ok();
@@ -312,11 +302,11 @@ Reply Server::opKillSubscription(Request& r) {
     std::uint32_t owner = 0;
     {
         std::lock_guard lock(subscriptionsMutex_);
-        for (const auto& [key, entry] : dynamic_) {
-            if (std::to_string(key) == id) {
-                owner = entry.first;
-                entry.second->killed = true;
-            }
+        // libyang checked the id is a uint32 (sn:subscription-id).
+        if (const auto found = dynamic_.find(static_cast<std::uint32_t>(std::stoul(id)));
+            found != dynamic_.end()) {
+            owner = found->second.first;
+            found->second.second->killed = true;
         }
     }
     if (!owner) {
@@ -330,15 +320,17 @@ Reply Server::opKillSubscription(Request& r) {
     return Reply::ok();
 }
 
-void Server::dropDynamic(Session& s) {
-    for (const auto& d : s.dynamic) {
-        if (d->live) {
-            notifications_->bus().unsubscribe(d->live.get());
-        }
+void Server::forget(const DynamicSubscription& d) {
+    if (d.live) {
+        notifications_->bus().unsubscribe(d.live.get());
     }
     std::lock_guard lock(subscriptionsMutex_);
+    dynamic_.erase(d.id);
+}
+
+void Server::dropDynamic(Session& s) {
     for (const auto& d : s.dynamic) {
-        dynamic_.erase(d->id);
+        forget(*d);
     }
     s.dynamic.clear();
 }
@@ -493,13 +485,7 @@ bool Server::deliverDynamic(Session& s) {
             if (!ended->empty()) {
                 box.add(Clock::now(), *ended);
             }
-            if (d.live) {
-                notifications_->bus().unsubscribe(d.live.get());
-            }
-            {
-                std::lock_guard lock(subscriptionsMutex_);
-                dynamic_.erase(d.id);
-            }
+            forget(d);
             NCS_LOG(info) << "session " << s.id << ": subscription " << d.id << " ended";
             s.dynamic.erase(s.dynamic.begin() + static_cast<std::ptrdiff_t>(i));
         } else {

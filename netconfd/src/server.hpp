@@ -127,6 +127,8 @@ private:
     std::optional<std::chrono::system_clock::time_point> subscriptionDeadline(const Session& s) const;
     /// Counts `notifications` sent to `s` (its and the server's statistics).
     void counted(Session& s, std::uint64_t notifications);
+    /// Ends subscription `d` for the bus and kill-subscription (its session drops it).
+    void forget(const DynamicSubscription& d);
     /// Ends the session's dynamic subscriptions (its end), without notifications.
     void dropDynamic(Session& s);
     /// ietf-netconf-notifications events of the session's life (RFC 6470).
