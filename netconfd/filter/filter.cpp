@@ -787,6 +787,106 @@ std::optional<std::string> xpathSelect(const lyd_node* filterNode) {
     return lyd_get_meta_value(select);
 }
 
+namespace {
+
+/// "/m:a/b/n:c" as steps (module inherited); nullopt for anything richer.
+std::optional<std::vector<SelectedStep>> plainPath(const std::string& expr) {
+    std::vector<SelectedStep> steps;
+    std::string module;
+    std::size_t pos = 0;
+    auto name = [&]() -> std::optional<std::string> {
+        if (pos >= expr.size() || !nameStart(expr[pos])) {
+            return std::nullopt;
+        }
+        const std::size_t start = pos;
+        while (pos < expr.size() && nameChar(expr[pos])) {
+            ++pos;
+        }
+        return expr.substr(start, pos - start);
+    };
+    while (pos < expr.size()) {
+        if (expr[pos++] != '/') {
+            return std::nullopt;
+        }
+        auto first = name();
+        if (!first) {
+            return std::nullopt;
+        }
+        if (pos < expr.size() && expr[pos] == ':') {
+            ++pos;
+            module = std::move(*first);
+            first = name();
+            if (!first) {
+                return std::nullopt;
+            }
+        } else if (module.empty()) {
+            return std::nullopt;
+        }
+        steps.push_back(SelectedStep{module, std::move(*first)});
+    }
+    if (steps.empty()) {
+        return std::nullopt;
+    }
+    return steps;
+}
+
+/// Appends to `out` the paths below `prefix` that `f` selects; false when `f` holds a content
+/// match or names a namespace the context does not implement.
+bool collectPaths(const ly_ctx* ctx, const FNode& f, std::vector<SelectedStep>& prefix,
+                  std::vector<std::vector<SelectedStep>>& out) {
+    if (f.kind == Kind::ContentMatch || !f.cms.empty()) {
+        return false;
+    }
+    std::string module;
+    if (!f.ns.empty()) {
+        const lys_module* m = ly_ctx_get_module_implemented_ns(ctx, f.ns.c_str());
+        if (!m) {
+            return false;
+        }
+        module = m->name;
+    }
+    prefix.push_back(SelectedStep{module, f.name});
+    bool ok = true;
+    if (f.kind == Kind::Selection) {
+        out.push_back(prefix);
+    }
+    for (const auto* kids : {&f.sels, &f.conts}) {
+        for (const FNode& c : *kids) {
+            ok = ok && collectPaths(ctx, c, prefix, out);
+        }
+    }
+    prefix.pop_back();
+    return ok;
+}
+
+} // namespace
+
+std::optional<std::vector<std::vector<SelectedStep>>> selectedPaths(const lyd_node* filterNode) {
+    if (!filterNode) {
+        return std::nullopt;
+    }
+    if (const auto expr = xpathSelect(filterNode)) {
+        auto steps = plainPath(*expr);
+        if (!steps) {
+            return std::nullopt;
+        }
+        return std::vector<std::vector<SelectedStep>>{std::move(*steps)};
+    }
+    const auto* any = reinterpret_cast<const lyd_node_any*>(filterNode);
+    if (!filterNode->schema || !(filterNode->schema->nodetype & LYD_NODE_ANY) ||
+        any->value_type != LYD_ANYDATA_DATATREE) {
+        return std::nullopt;
+    }
+    std::vector<std::vector<SelectedStep>> out;
+    std::vector<SelectedStep> prefix;
+    for (const lyd_node* n = any->value.tree; n; n = n->next) {
+        if (!collectPaths(LYD_CTX(filterNode), readFilter(n), prefix, out)) {
+            return std::nullopt;
+        }
+    }
+    return out;
+}
+
 Tree fromParameter(const lyd_node* param) {
     const ly_ctx* ctx = LYD_CTX(param);
     lyd_node* copy = nullptr;

@@ -119,6 +119,17 @@ std::string applySubtreeXmlWithout(const lyd_node* data, const lyd_node* filterN
 /// and prefixes. The context must implement ietf-netconf.
 Tree fromParameter(const lyd_node* param);
 
+/// One step of a path a filter selects: a node name in a module ("": any module).
+struct SelectedStep {
+    std::string module;
+    std::string name;
+};
+/// The paths `filterNode` selects whole, when that is all it does: a subtree filter of
+/// containment and selection nodes only (no content match, every namespace implemented), or an
+/// XPath that is a plain absolute path ("/m:a/b"). A node lies in what the filter selects exactly
+/// when one of these paths is a prefix of its schema path. nullopt for any other filter.
+std::optional<std::vector<std::vector<SelectedStep>>> selectedPaths(const lyd_node* filterNode);
+
 /// The `select` expression of an ietf-netconf `filter` node with type="xpath" (possibly ""),
 /// or nullopt when the node has type subtree or none. Throws Error when type is xpath but
 /// select is missing.

@@ -3,118 +3,9 @@
 #include "events.hpp"
 #include "filter.hpp"
 
-#include <cstring>
-
 namespace ncstore::netconfd::push {
 
 namespace {
-
-constexpr const char* kBaseNs = "urn:ietf:params:xml:ns:netconf:base:1.0";
-
-bool blank(const char* text) {
-    for (; text && *text; ++text) {
-        if (!std::strchr(" \t\r\n", *text)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/// Whether `node` of a subtree filter is a content match (a leaf element with a value).
-bool contentMatch(const lyd_node* node) {
-    if (lyd_child(node)) {
-        return false;
-    }
-    if (!node->schema) {
-        return !blank(reinterpret_cast<const lyd_node_opaq*>(node)->value);
-    }
-    return (node->schema->nodetype & LYD_NODE_TERM) && !blank(lyd_get_value(node));
-}
-
-/// The filter's schema paths, or false when it holds more than containment and selection nodes
-/// (or names a namespace the context does not implement).
-bool collectPaths(const lyd_node* first, const ly_ctx* ctx,
-                  std::vector<std::pair<std::string, std::string>>& prefix,
-                  std::vector<std::vector<std::pair<std::string, std::string>>>& out) {
-    for (const lyd_node* n = first; n; n = n->next) {
-        std::string module;
-        std::string name;
-        if (n->schema) {
-            module = n->schema->module->name;
-            name = n->schema->name;
-        } else {
-            const auto* opaq = reinterpret_cast<const lyd_node_opaq*>(n);
-            name = opaq->name.name;
-            const char* ns = opaq->format == LY_VALUE_XML ? opaq->name.module_ns : nullptr;
-            if (opaq->format != LY_VALUE_XML) {
-                return false;
-            }
-            if (ns && *ns && std::strcmp(ns, kBaseNs) != 0) {
-                const lys_module* m = ly_ctx_get_module_implemented_ns(ctx, ns);
-                if (!m) {
-                    return false;
-                }
-                module = m->name;
-            }
-        }
-        if (contentMatch(n)) {
-            return false;
-        }
-        prefix.emplace_back(module, name);
-        if (const lyd_node* kids = lyd_child(n)) {
-            if (!collectPaths(kids, ctx, prefix, out)) {
-                return false;
-            }
-        } else {
-            out.push_back(prefix);
-        }
-        prefix.pop_back();
-    }
-    return true;
-}
-
-bool nameStart(char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-bool nameChar(char c) {
-    return nameStart(c) || (c >= '0' && c <= '9') || c == '-' || c == '.';
-}
-
-/// "/m:a/b/n:c" as steps (module inherited); nullopt for anything richer.
-std::optional<std::vector<std::pair<std::string, std::string>>> plainPath(const std::string& expr) {
-    std::vector<std::pair<std::string, std::string>> steps;
-    std::string module;
-    std::size_t pos = 0;
-    while (pos < expr.size()) {
-        if (expr[pos++] != '/' || pos >= expr.size() || !nameStart(expr[pos])) {
-            return std::nullopt;
-        }
-        std::size_t start = pos;
-        while (pos < expr.size() && nameChar(expr[pos])) {
-            ++pos;
-        }
-        std::string name = expr.substr(start, pos - start);
-        if (pos < expr.size() && expr[pos] == ':') {
-            module = name;
-            start = ++pos;
-            if (pos >= expr.size() || !nameStart(expr[pos])) {
-                return std::nullopt;
-            }
-            while (pos < expr.size() && nameChar(expr[pos])) {
-                ++pos;
-            }
-            name = expr.substr(start, pos - start);
-        } else if (module.empty()) {
-            return std::nullopt;
-        }
-        steps.emplace_back(module, name);
-    }
-    if (steps.empty()) {
-        return std::nullopt;
-    }
-    return steps;
-}
 
 /// The changed node with its ancestors (their keys only), as its own small tree; `node` is set
 /// to the changed node in it.
@@ -163,35 +54,10 @@ Tree treeOf(const ds::Change& c, const ly_ctx* ctx, lyd_node*& node) {
 
 } // namespace
 
-Selection Selection::of(const lyd_node* param, const ly_ctx* ctx) {
+Selection Selection::of(const lyd_node* param) {
     Selection s;
     s.holder_ = filter::fromParameter(param);
-    const lyd_node* copy = s.holder_.get();
-    if (param->schema && (param->schema->nodetype & LYD_NODE_TERM)) {
-        if (auto steps = plainPath(lyd_get_value(param))) {
-            s.paths_.emplace();
-            s.paths_->emplace_back();
-            for (auto& [m, n] : *steps) {
-                s.paths_->back().push_back(Step{m, n});
-            }
-        }
-        return s;
-    }
-    const auto* any = reinterpret_cast<const lyd_node_any*>(copy);
-    if (any->value_type == LYD_ANYDATA_DATATREE) {
-        std::vector<std::pair<std::string, std::string>> prefix;
-        std::vector<std::vector<std::pair<std::string, std::string>>> paths;
-        if (collectPaths(any->value.tree, ctx, prefix, paths)) {
-            s.paths_.emplace();
-            for (const auto& p : paths) {
-                Steps steps;
-                for (const auto& [m, n] : p) {
-                    steps.push_back(Step{m, n});
-                }
-                s.paths_->push_back(std::move(steps));
-            }
-        }
-    }
+    s.paths_ = filter::selectedPaths(s.holder_.get());
     return s;
 }
 
@@ -203,7 +69,7 @@ Selection::Part Selection::select(const ds::Change& c, const ly_ctx* ctx, const 
     bool whole = !holder_;
     if (!whole && paths_) {
         const auto steps = notify::splitPath(c.path);
-        auto matches = [&](const Steps& s, std::size_t n) {
+        auto matches = [&](const Path& s, std::size_t n) {
             for (std::size_t i = 0; i < n; ++i) {
                 if (s[i].name != steps[i].name || (!s[i].module.empty() && s[i].module != steps[i].module)) {
                     return false;
@@ -212,7 +78,7 @@ Selection::Part Selection::select(const ds::Change& c, const ly_ctx* ctx, const 
             return true;
         };
         bool below = false; // the change is above some selected node
-        for (const Steps& s : *paths_) {
+        for (const Path& s : *paths_) {
             if (s.size() <= steps.size() && matches(s, s.size())) {
                 whole = true;
                 break;

@@ -14,6 +14,7 @@
 //    NACM read limits build the change's small tree and filter it.
 #pragma once
 
+#include "filter.hpp"
 #include "nacm.hpp"
 
 #include "ncstore/changes.hpp"
@@ -32,7 +33,7 @@ public:
     /// The selection of establish-/modify-subscription's `datastore-subtree-filter` (anydata)
     /// or `datastore-xpath-filter` (leaf) node `param`, copied (libyang checked the XPath's
     /// syntax and prefixes when it parsed the RPC).
-    static Selection of(const lyd_node* param, const ly_ctx* ctx);
+    static Selection of(const lyd_node* param);
 
     /// The filter as the read path takes it (readview.hpp, filter.hpp); nullptr: everything.
     const lyd_node* filterNode() const { return holder_.get(); }
@@ -47,15 +48,11 @@ public:
     Part select(const ds::Change& c, const ly_ctx* ctx, const nacm::Access* access) const;
 
 private:
-    struct Step {
-        std::string module; ///< "": any module
-        std::string name;
-    };
-    using Steps = std::vector<Step>;
+    using Path = std::vector<filter::SelectedStep>;
 
     Tree holder_;
     /// The filter as schema paths, when it is nothing more (the fast path).
-    std::optional<std::vector<Steps>> paths_;
+    std::optional<std::vector<Path>> paths_;
 };
 
 } // namespace ncstore::netconfd::push

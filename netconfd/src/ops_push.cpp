@@ -115,7 +115,7 @@ Reply Server::opEstablishSubscription(Request& r) {
         }
         d->kind = DynamicSubscription::Kind::Stream;
         if (const lyd_node* f = filterParam(rpc, "stream-subtree-filter", "stream-xpath-filter")) {
-            d->selection = push::Selection::of(f, ctx_.get());
+            d->selection = push::Selection::of(f);
             if (const auto error =
                     eventFilterError(ctx_.get(), d->selection.filterNode(), {s.id, s.user, s.host})) {
                 throw refusal(sn("filter-unsupported"), *error, "filter");
@@ -142,7 +142,7 @@ Reply Server::opEstablishSubscription(Request& r) {
     } else if (const lyd_node* datastore = child(rpc, "datastore")) {
         d->datastore = datastoreIdentity(datastore);
         if (const lyd_node* f = filterParam(rpc, "datastore-subtree-filter", "datastore-xpath-filter")) {
-            d->selection = push::Selection::of(f, ctx_.get());
+            d->selection = push::Selection::of(f);
         }
         if (d->stop && *d->stop <= now) {
             throw RpcError::invalidValue("stop-time is in the past", "stop-time");
@@ -236,7 +236,7 @@ Reply Server::opModifySubscription(Request& r) {
     std::optional<push::Selection> selection;
     if (const lyd_node* f = stream ? filterParam(rpc, "stream-subtree-filter", "stream-xpath-filter")
                                    : filterParam(rpc, "datastore-subtree-filter", "datastore-xpath-filter")) {
-        selection = push::Selection::of(f, ctx_.get());
+        selection = push::Selection::of(f);
     } else if (filterParam(rpc, stream ? "datastore-subtree-filter" : "stream-subtree-filter",
                            stream ? "datastore-xpath-filter" : "stream-xpath-filter")) {
         throw refusal(sn("filter-unsupported"),

@@ -529,3 +529,44 @@ TEST(FilterConcurrencyTest, ReadersOfOneTreeAtOnceFindEveryEntry) {
     EXPECT_EQ(misses, 0) << "of " << reads << " keyed reads beside " << scans.load() << " scans";
     EXPECT_GT(scans.load(), 0);
 }
+
+TEST_F(FilterTest, SelectedPathsAreGivenOnlyForFiltersThatSelectWholeSubtrees) {
+    using Paths = std::vector<std::vector<std::pair<std::string, std::string>>>;
+    auto paths = [&](const std::string& filterElement) -> std::optional<Paths> {
+        return withRpcFilter(filterElement, [](const lyd_node* f) -> std::optional<Paths> {
+            const auto got = filter::selectedPaths(f);
+            if (!got) {
+                return std::nullopt;
+            }
+            Paths out;
+            for (const auto& path : *got) {
+                out.emplace_back();
+                for (const auto& step : path) {
+                    out.back().emplace_back(step.module, step.name);
+                }
+            }
+            return out;
+        });
+    };
+    const std::string ifNs = "urn:ietf:params:xml:ns:yang:ietf-interfaces";
+    EXPECT_EQ(paths("<filter type=\"subtree\"><interfaces" + ns(ifNs.c_str()) + "/></filter>"),
+              (Paths{{{"ietf-interfaces", "interfaces"}}}));
+    EXPECT_EQ(paths("<filter type=\"subtree\"><interfaces" + ns(ifNs.c_str()) +
+                    "><interface><description/><enabled/></interface></interfaces></filter>"),
+              (Paths{{{"ietf-interfaces", "interfaces"},
+                      {"ietf-interfaces", "interface"},
+                      {"ietf-interfaces", "description"}},
+                     {{"ietf-interfaces", "interfaces"},
+                      {"ietf-interfaces", "interface"},
+                      {"ietf-interfaces", "enabled"}}}));
+    // A content match, or a namespace no module has: judged by the filter itself, not by paths.
+    EXPECT_FALSE(paths("<filter type=\"subtree\"><interfaces" + ns(ifNs.c_str()) +
+                       "><interface><name>eth0</name></interface></interfaces></filter>"));
+    EXPECT_FALSE(paths("<filter type=\"subtree\"><interfaces xmlns=\"urn:example:none\"/></filter>"));
+    EXPECT_EQ(
+        paths("<filter xmlns:if=\"" + ifNs + "\" type=\"xpath\" select=\"/if:interfaces/if:interface\"/>"),
+        (Paths{{{"ietf-interfaces", "interfaces"}, {"ietf-interfaces", "interface"}}}));
+    EXPECT_FALSE(paths("<filter xmlns:if=\"" + ifNs +
+                       "\" type=\"xpath\" select=\"/if:interfaces/if:interface[if:name='a']\"/>"));
+    EXPECT_FALSE(paths("<filter xmlns:if=\"" + ifNs + "\" type=\"xpath\" select=\"//if:interface\"/>"));
+}

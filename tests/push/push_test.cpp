@@ -83,7 +83,7 @@ push::Selection selection(const std::string& filterXml) {
     for (const lyd_node* n = lyd_child(owned.get()); n; n = n->next) {
         const std::string name = n->schema->name;
         if (name == "datastore-subtree-filter" || name == "datastore-xpath-filter") {
-            return push::Selection::of(n, context());
+            return push::Selection::of(n);
         }
     }
     ADD_FAILURE() << "no filter in " << rpc;
