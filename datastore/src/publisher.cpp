@@ -1,6 +1,7 @@
 #include "publisher.hpp"
 
 #include "ncstore/log.hpp"
+#include "ncstore/threadname.hpp"
 
 #include <algorithm>
 
@@ -54,6 +55,7 @@ std::uint64_t Publisher::dropped() const {
 }
 
 void Publisher::loop() {
+    nameThisThread("ncs-publisher");
     for (;;) {
         {
             std::unique_lock lock(mutex_);

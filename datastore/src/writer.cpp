@@ -3,6 +3,7 @@
 #include "syncpoint.hpp"
 
 #include "ncstore/log.hpp"
+#include "ncstore/threadname.hpp"
 
 #include <SQLiteCpp/Exception.h>
 
@@ -99,6 +100,7 @@ void Writer::maybeCheckpoint() {
 }
 
 void Writer::checkpointLoop() {
+    nameThisThread("ncs-checkpoint");
     for (;;) {
         {
             std::unique_lock lock(checkpointMutex_);
@@ -144,6 +146,7 @@ Stats Writer::stats() const {
 }
 
 void Writer::loop() {
+    nameThisThread("ncs-writer");
     for (;;) {
         std::vector<std::unique_ptr<Pending>> batch;
         {

@@ -1,6 +1,7 @@
 #include "service.hpp"
 
 #include "ncstore/log.hpp"
+#include "ncstore/threadname.hpp"
 
 #include <algorithm>
 
@@ -71,6 +72,7 @@ Service::Service(ds::Store& store, const ly_ctx* ctx, Options options)
     const std::uint64_t after = store_.addListener(*this);
     // The events logged before this start are indexed (id, time) off the start-up path.
     indexer_ = std::thread([this, after] {
+        nameThisThread("ncs-notify-idx");
         std::deque<std::pair<std::uint64_t, Clock::time_point>> old;
         try {
             store_.readJournal(kJournal, 0, [&](const ds::JournalRow& r) {

@@ -7,6 +7,7 @@
 
 #include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
+#include "ncstore/threadname.hpp"
 
 #include <malloc.h>
 #include <signal.h>
@@ -148,6 +149,7 @@ int main(int argc, char* argv[]) {
         Server server(cmd.config);
         server.start();
         std::thread signalThread([&server, stopSignals] {
+            ncstore::nameThisThread("ncs-signals");
             int sig = 0;
             sigwait(&stopSignals, &sig);
             NCS_LOG(info) << "signal " << sig << " received";

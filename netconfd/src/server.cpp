@@ -10,6 +10,7 @@
 #include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
 #include "ncstore/models.hpp"
+#include "ncstore/threadname.hpp"
 
 #include <malloc.h>
 
@@ -390,6 +391,7 @@ std::shared_ptr<Session> Server::findSession(std::uint32_t id) const {
 }
 
 void Server::housekeepingLoop() {
+    nameThisThread("ncs-housekeep");
     auto nextStats = std::chrono::steady_clock::now() + std::chrono::seconds(config_.statsInterval);
     auto nextTrim = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     std::unique_lock lock(stopMutex_);

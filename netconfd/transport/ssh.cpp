@@ -1,6 +1,7 @@
 #include "ssh.hpp"
 
 #include "ncstore/log.hpp"
+#include "ncstore/threadname.hpp"
 
 #include <libssh/callbacks.h>
 #include <libssh/server.h>
@@ -492,6 +493,7 @@ SshListener::Counters SshListener::counters() const {
 }
 
 void SshListener::acceptLoop() {
+    nameThisThread("ncs-accept");
     pollfd fds[2] = {{listenFd_, POLLIN, 0}, {stopFd_, POLLIN, 0}};
     while (!stopping_) {
         std::vector<std::thread> finished;
@@ -559,6 +561,7 @@ void SshListener::acceptLoop() {
 }
 
 void SshListener::runConnection(int fd, std::uint64_t threadId) {
+    nameThisThread("ncs-conn-" + std::to_string(threadId));
     const auto [host, port] = peerOf(fd);
     std::unique_ptr<SshConnection> conn;
     try {
