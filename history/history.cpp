@@ -513,13 +513,16 @@ History::History(ds::Store& store, const ly_ctx* ctx, Options options)
     if (damaged) {
         NCS_LOG(error) << "commit history: " << damaged << " rows do not decode and are not listed";
     }
-    trimThrough_ = retain();
+    if (const std::uint64_t through = retain(); through > 0) {
+        store_.trimJournal(kJournal, through); // before any write: nothing to wait for but the disk
+        trimThrough_ = through;
+        untrimmed_ = 0;
+    }
     NCS_LOG(info) << "commit history: " << index_.size() << " commits, " << bytes_ << " bytes (keeps at most "
                   << options_.maxCommits << " commits, " << options_.maxBytes << " bytes)";
     // The listener first: every entry the hook adds then has a change set it will hear of.
     store_.addListener(*this);
     store_.addJournal(kJournal, [this](const ds::ChangeSet& changes) { return hook(changes); });
-    trimmer_ = std::thread([this] { trimLoop(); });
 }
 
 History::~History() {
@@ -528,16 +531,10 @@ History::~History() {
     }
     store_.removeListener(*this);
     // The store outlives this object: its hook must not call into it any more.
-    store_.addJournal(kJournal, [](const ds::ChangeSet&) { return std::vector<std::string>{}; });
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    trimCv_.notify_all();
-    trimmer_.join();
+    store_.addJournal(kJournal, [](const ds::ChangeSet&) { return ds::JournalWrite{}; });
 }
 
-std::vector<std::string> History::hook(const ds::ChangeSet& changes) {
+ds::JournalWrite History::hook(const ds::ChangeSet& changes) {
     // Under the store's exclusive lock: one pass over the change set, no call of the Store.
     if (changes.datastore != ds::Datastore::Running || changes.changes.empty()) {
         return {};
@@ -562,19 +559,20 @@ std::vector<std::string> History::hook(const ds::ChangeSet& changes) {
     e.comment = changes.comment;
     e.changes = static_cast<std::uint32_t>(changes.changes.size());
     e.bytes = row.size();
-    {
-        std::lock_guard lock(mutex_);
-        bytes_ += e.bytes;
-        pending_.insert(e.id);
-        index_.push_back(std::move(e));
-        if (const std::uint64_t through = retain(); through > trimThrough_) {
-            trimThrough_ = through;
-            trimCv_.notify_one();
-        }
+    ds::JournalWrite write;
+    write.rows.push_back(std::move(row));
+    std::lock_guard lock(mutex_);
+    bytes_ += e.bytes;
+    pending_.insert(e.id);
+    index_.push_back(std::move(e));
+    if (const std::uint64_t through = retain(); through > trimThrough_) {
+        trimThrough_ = through;
     }
-    std::vector<std::string> rows;
-    rows.push_back(std::move(row));
-    return rows;
+    if (untrimmed_ >= trimBatch()) {
+        write.trimThrough = trimThrough_; // in this commit's transaction
+        untrimmed_ = 0;
+    }
+    return write;
 }
 
 void History::changed(const ds::ChangeSet& changes) {
@@ -612,28 +610,9 @@ std::uint64_t History::retain() {
         bytes_ -= index_.front().bytes;
         pending_.erase(through);
         index_.pop_front();
+        ++untrimmed_;
     }
     return through;
-}
-
-void History::trimLoop() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-        trimCv_.wait(lock, [this] { return stopping_ || trimThrough_ > trimmed_; });
-        if (stopping_) {
-            return; // what is left to trim is trimmed at the next start (retention at load)
-        }
-        const std::uint64_t through = trimThrough_;
-        lock.unlock();
-        try {
-            store_.trimJournal(kJournal, through);
-        } catch (const std::exception& e) {
-            NCS_LOG(error) << "commit history: cannot trim the journal through commit " << through << ": "
-                           << e.what();
-        }
-        lock.lock();
-        trimmed_ = through;
-    }
 }
 
 std::vector<Entry> History::entries() const {

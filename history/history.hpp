@@ -16,11 +16,13 @@
 //    printed once per commit, parses back as a top-level document). Rows are versioned (first
 //    byte) and length-prefixed.
 //  - Cheap on the commit path: the hook (under the store's exclusive lock) encodes the change
-//    set, appends one entry to the in-memory index and never calls the Store; trimming the
-//    journal (Store::trimJournal, which waits for the writer) happens on a thread of its own.
-//  - Retention: at most Options::maxCommits commits and Options::maxBytes bytes of rows; the
-//    oldest go first, the newest always stays (a single commit larger than maxBytes is kept
-//    alone until the next one). Applied at start too, when the options shrank.
+//    set, appends one entry to the in-memory index and never calls the Store; the journal's
+//    old rows go in the transaction of a commit (ds::JournalWrite::trimThrough), a batch at a
+//    time: no transaction, thread or wake-up of their own.
+//  - Retention: at most Options::maxCommits commits and Options::maxBytes bytes of rows are
+//    listed; the oldest go first, the newest always stays (a single commit larger than maxBytes
+//    is kept alone until the next one). The file holds at most trimBatch() more rows than are
+//    listed, deleted with a later commit. Applied at start too, when the options shrank.
 //  - Off (Options::maxCommits 0): nothing is recorded and the commit path carries no hook at
 //    all; a history left in the file by an earlier start is dropped at once, because a later
 //    start with the history on could not know which commits it missed meanwhile, and a rollback
@@ -49,7 +51,6 @@
 #include "ncstore/datastore.hpp"
 #include "ncstore/yang.hpp"
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -57,7 +58,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace ncstore::netconfd::history {
@@ -153,7 +153,7 @@ public:
     /// Reads the journal into the index (applying retention), then registers the hook: before
     /// any write of the server. Throws when the journal cannot be read.
     History(ds::Store& store, const ly_ctx* ctx, Options options);
-    ~History() override; ///< unregisters the hook and the listener, stops the trimming thread
+    ~History() override; ///< unregisters the hook and the listener
     History(const History&) = delete;
     History& operator=(const History&) = delete;
 
@@ -184,13 +184,15 @@ public:
     Tree stateAfter(std::uint64_t id, Tree running, std::uint64_t runningId) const;
 
 private:
-    std::vector<std::string> hook(const ds::ChangeSet& changes);
+    ds::JournalWrite hook(const ds::ChangeSet& changes);
+    /// Rows dropped from the index that wait in the file for a commit to delete them: one
+    /// delete per this many commits (a 16th of maxCommits) keeps the cost off every commit.
+    std::uint64_t trimBatch() const { return std::max<std::uint64_t>(1, options_.maxCommits / 16); }
     // ds::ChangeListener: durable change sets, in commit order (the index's entries confirmed).
     void changed(const ds::ChangeSet& changes) override;
     void lost(std::uint64_t through) override;
     /// Drops the oldest entries past the limits; returns the last id dropped (0: none). Under mutex_.
     std::uint64_t retain();
-    void trimLoop();
 
     ds::Store& store_;
     const ly_ctx* ctx_;
@@ -204,10 +206,7 @@ private:
     std::set<std::uint64_t> pending_;
     std::uint64_t bytes_ = 0;       // of the rows in index_
     std::uint64_t trimThrough_ = 0; // the journal's rows up to here may go
-    std::uint64_t trimmed_ = 0;     // ... and up to here they went
-    bool stopping_ = false;
-    std::condition_variable trimCv_;
-    std::thread trimmer_; // last: started once everything above is set
+    std::uint64_t untrimmed_ = 0;   // entries dropped from index_ since the last trim was asked for
 };
 
 } // namespace ncstore::netconfd::history

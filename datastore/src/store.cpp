@@ -147,7 +147,11 @@ public:
         return changes;
     }
 
-    using JournalRows = std::vector<std::pair<std::string, std::string>>;
+    /// What the journals' hooks add to one write.
+    struct JournalRows {
+        std::vector<std::pair<std::string, std::string>> rows;    // (journal, row)
+        std::vector<std::pair<std::string, std::uint64_t>> trims; // (journal, through)
+    };
 
     /// What must hold before a write becomes visible, under the exclusive lock: the access
     /// policy accepts its change set (and `result`, the tree the write leaves); for a write that
@@ -162,8 +166,12 @@ public:
             if (persisted && !changes.changes.empty()) {
                 changes.commitId = appliedSeq_ + 1; // what submit() will give it
                 for (const auto& [name, hook] : journals_) {
-                    for (auto& row : hook(changes)) {
-                        rows.emplace_back(name, std::move(row));
+                    JournalWrite w = hook(changes);
+                    for (auto& row : w.rows) {
+                        rows.rows.emplace_back(name, std::move(row));
+                    }
+                    if (w.trimThrough > 0) {
+                        rows.trims.emplace_back(name, w.trimThrough);
                     }
                 }
             }
@@ -182,12 +190,13 @@ public:
         if (changes) {
             changes->commitId = records.commitId;
         }
-        if (changes && ((changes->changes.empty() && journal.empty()) || !publisher_.listening())) {
+        if (changes && ((changes->changes.empty() && journal.rows.empty()) || !publisher_.listening())) {
             changes.reset(); // nothing to publish
         } else if (changes) {
-            changes->journal = journal; // what a listener that publishes a journal needs
+            changes->journal = journal.rows; // what a listener that publishes a journal needs
         }
-        records.journal = std::move(journal);
+        records.journal = std::move(journal.rows);
+        records.trims = std::move(journal.trims);
         return writer_->submit(std::move(slot), std::move(records), std::move(changes));
     }
 
@@ -536,7 +545,7 @@ public:
         auto changes = std::make_shared<ChangeSet>();
         changes->origin = Origin::Event;
         JournalRows rows;
-        rows.emplace_back(name, std::move(row));
+        rows.rows.emplace_back(name, std::move(row));
         auto durable =
             submit(std::move(slot), RecordSet{Datastore::Running, {}}, std::move(changes), std::move(rows));
         return {appliedSeq_, std::move(durable)};

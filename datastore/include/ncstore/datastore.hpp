@@ -76,7 +76,17 @@ struct ChangeSet;
 struct JournalRow;
 class ChangeListener;
 class AccessPolicy;
-using JournalHook = std::function<std::vector<std::string>(const ChangeSet& changes)>;
+/// What a journal hook (ncstore/changes.hpp) adds to the write it is called for, in the same
+/// SQLite transaction: rows to persist and, for the journal's retention, the commit id through
+/// which its older rows go (0: none). Riding the write, a trim costs no transaction of its own.
+struct JournalWrite {
+    JournalWrite() = default;
+    // Implicit: a hook that only adds rows returns them as they are.
+    JournalWrite(std::vector<std::string> r) : rows(std::move(r)) {} // NOLINT(google-explicit-constructor)
+    std::vector<std::string> rows;
+    std::uint64_t trimThrough = 0;
+};
+using JournalHook = std::function<JournalWrite(const ChangeSet& changes)>;
 /// "running", "startup", "candidate".
 const char* toString(Datastore ds);
 
@@ -325,7 +335,8 @@ public:
     void readJournal(const std::string& name, std::uint64_t after,
                      const std::function<void(const JournalRow&)>& fn) const;
     /// Retention: deletes the rows of journal `name` up to commit id `through`, durably, in
-    /// order with the writes.
+    /// order with the writes, in a transaction of its own (a hook trims in the write's own:
+    /// JournalWrite::trimThrough).
     void trimJournal(const std::string& name, std::uint64_t through);
     /// Persists `row` in journal `name` under a commit id of its own, without any data change
     /// (an event that belongs in a log beside the changes: a session that started, say): queued
