@@ -115,6 +115,8 @@ private:
     SshConnection(ssh_session session, int fd, std::string host, std::uint16_t port,
                   std::chrono::seconds writeTimeout);
     void receive(const void* data, std::size_t len);
+    /// Has the kernel ACK the client's next segments at once (ssh.cpp says why).
+    void ackPromptly() const;
 
     ssh_session session_;
     ssh_channel channel_ = nullptr;
