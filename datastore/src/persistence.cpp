@@ -104,6 +104,11 @@ Persistence::Persistence(const std::filesystem::path& file, Durability durabilit
     journalTrim_ =
         std::make_unique<SQLite::Statement>(db_, "DELETE FROM journal WHERE name=? AND commit_id<=?");
     patches_ = static_cast<std::uint64_t>(db_.execAndGet("SELECT count(*) FROM patches").getInt64());
+    const std::string metaId = meta("commit_id");
+    lastCommitId_ = std::max<std::uint64_t>(
+        metaId.empty() ? 0 : std::stoull(metaId),
+        static_cast<std::uint64_t>(
+            db_.execAndGet("SELECT coalesce(max(commit_id), 0) FROM journal").getInt64()));
 } catch (const SQLite::Exception& e) {
     failOpen(file, e.what());
 }
@@ -191,8 +196,7 @@ void Persistence::setMeta(const std::string& key, const std::string& value) {
 }
 
 std::uint64_t Persistence::lastCommitId() {
-    const std::string value = meta("commit_id");
-    return value.empty() ? 0 : std::stoull(value);
+    return lastCommitId_;
 }
 
 void Persistence::loadPatches(Datastore ds,
@@ -272,8 +276,14 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
         }
     }
     std::uint64_t commitId = 0;
+    bool journalTells = false; // the batch's newest journal row carries its last commit id
+    bool trimmed = false;
     for (const RecordSet* cs : batch) {
+        if (cs->commitId >= commitId) {
+            journalTells = !cs->journal.empty();
+        }
         commitId = std::max(commitId, cs->commitId);
+        trimmed = trimmed || !cs->trims.empty();
         int seq = 0;
         for (const auto& [name, data] : cs->journal) {
             journalRow_->bindNoCopy(1, name);
@@ -288,12 +298,16 @@ std::pair<std::uint64_t, std::uint64_t> Persistence::apply(const std::vector<con
             run(*journalTrim_);
         }
     }
-    if (commitId > 0) {
-        setCommitId_->bind(1, std::to_string(commitId));
+    // lastCommitId(): a trim may delete the rows that held the newest commit id, so a transaction
+    // that trims says it in the meta row, as one whose last write has no journal row must.
+    const std::uint64_t last = std::max(lastCommitId_, commitId);
+    if ((commitId > 0 && !journalTells) || (trimmed && last > 0)) {
+        setCommitId_->bind(1, std::to_string(last));
         run(*setCommitId_);
     }
     tx.commit();
     patches_ = patches;
+    lastCommitId_ = last;
     for (const RecordSet* cs : batch) {
         bytesSinceCheckpoint_ += cs->bytes();
     }

@@ -33,7 +33,7 @@ struct RecordOp {
 struct RecordSet {
     Datastore ds;
     std::vector<RecordOp> ops;
-    /// The write's commit id (0: none), persisted with it as the last commit id.
+    /// The write's commit id (0: none), persisted with it as the last commit id (lastCommitId()).
     std::uint64_t commitId = 0;
     /// Journal rows (journal name, data) persisted with it, under its commit id.
     std::vector<std::pair<std::string, std::string>> journal;
@@ -58,7 +58,11 @@ public:
     /// A value of the meta table ("" when absent) / sets one (its own transaction).
     std::string meta(const std::string& key);
     void setMeta(const std::string& key, const std::string& value);
-    /// The commit id of the last write persisted (0 when none ever was).
+    /// The commit id of the last write persisted (0 when none ever was): the larger of the meta
+    /// row commit_id and the journal's newest commit id. A transaction writes the meta row only
+    /// when the journal would not tell: when its last write has no journal row, or when it
+    /// deletes journal rows. Most commits carry journal rows (the notification log, the
+    /// history), and skipping the meta row saves a page (a WAL frame) per commit.
     std::uint64_t lastCommitId();
     /// Calls fn(leaf path, value) for every leaf patch of `ds`, oldest first.
     void loadPatches(Datastore ds,
@@ -98,6 +102,7 @@ private:
     // (most stores never hold patches long: a record rewrite drops them). Changed only when a
     // transaction commits.
     std::uint64_t patches_ = 0;
+    std::uint64_t lastCommitId_ = 0; // as lastCommitId() would read it; changed when a transaction commits
     std::unique_ptr<SQLite::Statement> upsert_;
     std::unique_ptr<SQLite::Statement> deleteExact_;
     std::unique_ptr<SQLite::Statement> deleteBelow_;

@@ -1,6 +1,6 @@
 // The store: the write paths (edit, replace, commit) and the read path, on top of the loader
 // (loader.hpp), the record-level change sets (recordset.hpp), the candidate (candidate.hpp), the
-// validation planner (validation.hpp) and the writer thread (writer.hpp).
+// validation planner (validation.hpp) and the writer (writer.hpp).
 #include "candidate.hpp"
 #include "changebuilder.hpp"
 #include "edit.hpp"
@@ -184,8 +184,9 @@ public:
 
     /// Hands a write to the writer, under the exclusive lock: its commit id is the next number,
     /// so that commit ids follow the order of the writes in memory and in the queue.
-    std::future<void> submit(detail::Writer::Slot slot, RecordSet records, std::shared_ptr<ChangeSet> changes,
-                             JournalRows journal) {
+    detail::Writer::Ticket submit(detail::Writer::Slot slot, RecordSet records,
+                                  std::shared_ptr<ChangeSet> changes, JournalRows journal,
+                                  detail::Writer::Waiter waiter = detail::Writer::Waiter::Caller) {
         records.commitId = ++appliedSeq_;
         if (changes) {
             changes->commitId = records.commitId;
@@ -197,13 +198,13 @@ public:
         }
         records.journal = std::move(journal.rows);
         records.trims = std::move(journal.trims);
-        return writer_->submit(std::move(slot), std::move(records), std::move(changes));
+        return writer_->submit(std::move(slot), std::move(records), std::move(changes), waiter);
     }
 
     WriteTiming edit(const WriteContext& who, Datastore ds, const lyd_node* editTree,
                      const EditOptions& options) {
         WriteTiming timing;
-        std::future<void> durable;
+        detail::Writer::Ticket durable;
         std::optional<Error> stopError;
         detail::Writer::Slot slot = reserve(ds);
         {
@@ -322,7 +323,7 @@ public:
         }
         if (durable.valid()) {
             auto t0 = Clock::now();
-            durable.get();
+            durable.wait();
             timing.commitWaitUs = usSince(t0);
         }
         if (stopError) {
@@ -345,7 +346,7 @@ public:
         validateTree(content);
         timing.validateUs = usSince(t0);
         timing.wholeTreeValidation = true;
-        std::future<void> durable;
+        detail::Writer::Ticket durable;
         Tree old; // freed once the lock is released
         detail::Writer::Slot slot = reserve(ds);
         {
@@ -382,7 +383,7 @@ public:
         }
         old.reset();
         t0 = Clock::now();
-        durable.get();
+        durable.wait();
         timing.commitWaitUs = usSince(t0);
         return timing;
     }
@@ -392,7 +393,7 @@ public:
     /// meanwhile can be lost.
     WriteTiming commit(const WriteContext& who) {
         WriteTiming timing;
-        std::future<void> durable;
+        detail::Writer::Ticket durable;
         Tree oldRunning; // freed once the lock is released
         detail::Writer::Slot slot = reserve(Datastore::Running);
         {
@@ -448,7 +449,7 @@ public:
         }
         oldRunning.reset();
         const auto t0 = Clock::now();
-        durable.get();
+        durable.wait();
         timing.commitWaitUs = usSince(t0);
         return timing;
     }
@@ -536,9 +537,10 @@ public:
         journals_.emplace_back(name, std::move(hook));
     }
 
-    /// The row's commit id, and the future of its transaction: appendJournal() does not wait
+    /// The row's commit id, and the ticket of its transaction: appendJournal() does not wait
     /// for it (a failed transaction loses the row, rule 7), appendJournalDurable() does.
-    std::pair<std::uint64_t, std::future<void>> queueJournal(const std::string& name, std::string row) {
+    std::pair<std::uint64_t, detail::Writer::Ticket> queueJournal(const std::string& name, std::string row,
+                                                                  detail::Writer::Waiter waiter) {
         detail::Writer::Slot slot = writer_->reserve(); // back-pressure, before the lock (rule 8)
         std::unique_lock lock(mutex_);
         writer_->checkInService();
@@ -546,8 +548,8 @@ public:
         changes->origin = Origin::Event;
         JournalRows rows;
         rows.rows.emplace_back(name, std::move(row));
-        auto durable =
-            submit(std::move(slot), RecordSet{Datastore::Running, {}}, std::move(changes), std::move(rows));
+        auto durable = submit(std::move(slot), RecordSet{Datastore::Running, {}}, std::move(changes),
+                              std::move(rows), waiter);
         return {appliedSeq_, std::move(durable)};
     }
 
@@ -556,7 +558,7 @@ public:
         trim.trims.emplace_back(name, through);
         detail::Writer::Slot slot = writer_->reserve();
         // In the writer's queue like any write: after the rows it trims.
-        writer_->submit(std::move(slot), std::move(trim), nullptr).get();
+        writer_->submit(std::move(slot), std::move(trim), nullptr).wait();
     }
 
     Stats stats() const {
@@ -686,11 +688,11 @@ void Store::trimJournal(const std::string& name, std::uint64_t through) {
     impl_->trimJournal(name, through);
 }
 std::uint64_t Store::appendJournal(const std::string& name, std::string row) {
-    return impl_->queueJournal(name, std::move(row)).first;
+    return impl_->queueJournal(name, std::move(row), detail::Writer::Waiter::None).first;
 }
 std::uint64_t Store::appendJournalDurable(const std::string& name, std::string row) {
-    auto [id, durable] = impl_->queueJournal(name, std::move(row));
-    durable.get(); // outside the tree lock: throws Error when the transaction failed
+    auto [id, durable] = impl_->queueJournal(name, std::move(row), detail::Writer::Waiter::Caller);
+    durable.wait(); // outside the tree lock: throws Error when the transaction failed
     return id;
 }
 

@@ -1,8 +1,18 @@
-// The one thread that writes SQLite: group commit of every change set pending at a time.
-// Private to the datastore. The rules it keeps are numbered in ncstore/datastore.hpp:
+// The one writer of SQLite: group commit of every change set pending at a time, one batch at
+// a time. Private to the datastore.
+//
+// Who commits: the turn to commit the next batch goes to the submitter of the change set at the
+// head of the queue when that submitter waits for it (Ticket::wait(), a write that answers its
+// client once durable), else to the writer thread. A lone session's commit thus runs on its own
+// thread, with no hand-off to the writer thread and back (two wake-ups and context switches per
+// commit); with many sessions, the one whose write is first commits everybody's pending ones, the
+// others sleep until theirs is resolved. Exactly one turn is held or given at any time.
+//
+// The rules it keeps are numbered in ncstore/datastore.hpp:
 //  - its queue lock (mutex_) comes after the store's tree lock, never before (rule 1): submit()
-//    is called under the tree lock; reserve() before it; the failure handler takes the tree lock
-//    on the writer thread while holding no writer lock;
+//    is called under the tree lock; reserve() and Ticket::wait() before or after it, never
+//    under it; the failure handler takes the tree lock on whichever thread holds the turn,
+//    holding no writer lock;
 //  - change sets are committed in the order they were submitted, batched (rule 4), published
 //    once durable (rule 5), failed together with everything queued after them (rule 7);
 //  - slots bound the writes not yet durable and the bytes queued (rule 8).
@@ -15,7 +25,6 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <future>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -24,7 +33,7 @@ namespace ncstore::ds::detail {
 
 class Writer {
 public:
-    /// Called on the writer thread after a transaction failed and was rolled back. The handler
+    /// Called by the holder of the turn after a transaction failed and was rolled back. The handler
     /// must, while no write can reach memory, call `drain` (which takes every change set still
     /// queued: they are failed too) and put memory back to what SQLite holds. `firstFailed` is
     /// the sequence number of the first failed write: every later one failed too.
@@ -60,11 +69,39 @@ public:
     /// sets hold maxQueuedBytes (a single write of any size still goes through alone).
     Slot reserve();
 
-    /// Queues a change set; the future is ready once it is durable, or holds the error.
-    /// `records.commitId` numbers the writes in the order they were applied in memory, which is
-    /// the order they are submitted in (0: not a datastore write). Once durable, `changes` (may
-    /// be null) goes to the publisher. Throws Error when the writer is out of service.
-    std::future<void> submit(Slot slot, RecordSet records, std::shared_ptr<const ChangeSet> changes);
+    struct Pending;
+    /// A submitted change set. wait() returns once it is durable and throws Error when its
+    /// transaction failed; a ticket dropped without wait() leaves its change set to the writer
+    /// thread (it is committed all the same).
+    class Ticket {
+    public:
+        Ticket() = default;
+        Ticket(Ticket&& other) noexcept
+            : writer_(std::exchange(other.writer_, nullptr)), pending_(std::move(other.pending_)) {}
+        Ticket& operator=(Ticket&& other) noexcept;
+        ~Ticket() { drop(); }
+        bool valid() const { return pending_ != nullptr; }
+        /// Blocks until the change set is resolved, committing the batch it is in (and the
+        /// batches before it, when their turn comes to this thread). Not under the tree lock.
+        void wait();
+
+    private:
+        friend class Writer;
+        Ticket(Writer* writer, std::shared_ptr<Pending> pending)
+            : writer_(writer), pending_(std::move(pending)) {}
+        void drop() noexcept;
+        Writer* writer_ = nullptr;
+        std::shared_ptr<Pending> pending_;
+    };
+    /// Whether the submitter will wait for the change set (and may then commit it itself).
+    enum class Waiter { Caller, None };
+
+    /// Queues a change set. `records.commitId` numbers the writes in the order they were
+    /// applied in memory, which is the order they are submitted in (0: not a datastore write).
+    /// Once durable, `changes` (may be null) goes to the publisher. Throws Error when the writer
+    /// is out of service.
+    Ticket submit(Slot slot, RecordSet records, std::shared_ptr<const ChangeSet> changes,
+                  Waiter waiter = Waiter::Caller);
 
     /// Counts the failed transactions: a reader notes it with what it read.
     std::uint64_t failureGeneration() const { return failures_.load(std::memory_order_acquire); }
@@ -82,15 +119,32 @@ public:
 
     Stats stats() const;
 
-private:
+    /// One queued change set; its fields below `changes` are guarded by the queue lock.
     struct Pending {
         RecordSet records;
         std::shared_ptr<const ChangeSet> changes;
-        std::promise<void> done;
+        bool byCaller = false; ///< a caller waits in Ticket::wait() and takes the turn when given
+        bool lead = false;     ///< the turn was given to that caller
+        bool resolved = false;
+        std::exception_ptr error;   ///< set when its transaction failed
+        std::condition_variable cv; ///< its caller waits here for `resolved` or `lead`
     };
+
+private:
+    using Batch = std::vector<std::shared_ptr<Pending>>;
     /// Every write up to `seq` is resolved (durable, or failed and gone from memory).
     void resolved(std::uint64_t seq, bool failed);
     void loop();
+    /// Commits the next batch, for the holder of the turn; then gives the turn on (handOff).
+    /// Called and returns with `lock` held; releases it meanwhile.
+    void takeTurn(std::unique_lock<std::mutex>& lock);
+    /// The turn goes to the head of the queue's caller or to the writer thread, or is
+    /// released when nothing is queued. Under the queue lock.
+    void handOff();
+    /// Commits `batch` (durable or failed, every ticket of it resolved). Without the queue lock.
+    void commit(Batch& batch);
+    /// Resolves the tickets of `batch` (failed with `error` unless null). Takes the queue lock.
+    void finish(Batch& batch, const std::exception_ptr& error);
     bool full() const {
         return inFlight_ >= maxQueued_ || (queuedBytes_ >= maxQueuedBytes_ && inFlight_ > 0);
     }
@@ -99,7 +153,7 @@ private:
     void maybeCheckpoint();
     void checkpointLoop();
 
-    // Writer thread only (the failure handler runs there too).
+    // The holder of the turn only (the failure handler runs there too).
     std::unique_ptr<Persistence> persistence_;
     // Set at construction.
     std::size_t maxBatch_;
@@ -112,8 +166,10 @@ private:
 
     // The queue lock: guards everything down to stats_.
     mutable std::mutex mutex_;
-    std::condition_variable wake_; // the writer thread: work, or stopping_
-    std::deque<std::unique_ptr<Pending>> queue_;
+    std::condition_variable wake_; // the writer thread: its turn, or stopping_
+    std::deque<std::shared_ptr<Pending>> queue_;
+    bool turnTaken_ = false;  // a batch is being committed, or the turn was given to someone
+    bool threadTurn_ = false; // ... to the writer thread
     bool stopping_ = false;
     std::size_t inFlight_ = 0;    // slots taken (rule 8)
     std::size_t queuedBytes_ = 0; // of the change sets submitted and not resolved
@@ -125,7 +181,7 @@ private:
     std::string outOfServiceReason_;                 // set once, before outOfService_
     Stats stats_;
 
-    std::uint64_t pendingCheckpointBytes_ = 0; // writer thread only
+    std::uint64_t pendingCheckpointBytes_ = 0; // the holder of the turn only
     Checkpointer checkpointer_;
     std::mutex checkpointMutex_;
     std::condition_variable checkpointWake_;

@@ -695,6 +695,53 @@ TEST_F(ChangesTest, AppendedEventsAndHookRowsReachListenersInCommitOrder) {
                         {1, "started"}, {2, "alice"}, {3, "ended"}}));
 }
 
+TEST_F(ChangesTest, CommitIdsGoOnAfterAReopenWhateverTheJournalsHoldOrLost) {
+    // The last commit id is read back from the journal's newest row when the commits carried
+    // rows, and from the meta row otherwise (no journal, or one trimmed empty): a reopened store
+    // never gives a commit id twice.
+    std::uint64_t last = 0;
+    auto expectAbove = [&](Store& s, const std::string& name) {
+        const std::uint64_t id = edit(s, interfacesXml(name, 0, 1)).commitId;
+        EXPECT_GT(id, last) << name;
+        last = id;
+    };
+    {
+        auto s = open();
+        expectAbove(*s, "plain"); // no journal: the meta row
+    }
+    {
+        auto s = open();
+        expectAbove(*s, "after-plain");
+        s->addJournal("log", [](const ChangeSet& cs) { return std::vector<std::string>{cs.user}; });
+        expectAbove(*s, "logged-a");
+        expectAbove(*s, "logged-b"); // the journal's rows tell
+    }
+    {
+        auto s = open();
+        expectAbove(*s, "after-logged");
+        s->addJournal("log", [](const ChangeSet& cs) { return std::vector<std::string>{cs.user}; });
+        expectAbove(*s, "logged-c");
+        s->trimJournal("log", last); // every row gone: the trim's transaction keeps the id
+        EXPECT_TRUE(journal(*s, "log", 0).empty());
+    }
+    {
+        auto s = open();
+        expectAbove(*s, "after-trim");
+        // A hook that trims everything up to the commit before it, in that commit.
+        std::uint64_t previous = last;
+        s->addJournal("log", [&](const ChangeSet& cs) {
+            JournalWrite w{{cs.user}};
+            w.trimThrough = previous;
+            previous = cs.commitId;
+            return w;
+        });
+        expectAbove(*s, "trimmed-in-commit");
+        EXPECT_EQ(journal(*s, "log", 0).size(), 1u);
+    }
+    auto s = open();
+    expectAbove(*s, "at-last");
+}
+
 TEST_F(ChangesTest, AJournalHookThatThrowsRefusesTheWrite) {
     auto s = open();
     edit(*s, interfacesXml("eth", 0, 1));

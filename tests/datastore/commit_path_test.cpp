@@ -76,6 +76,43 @@ TEST_F(CommitPathTest, AFailedCommitLeavesNoStalePatchForALaterRecordRewrite) {
         << "an old leaf value came back after the restart";
 }
 
+TEST_F(CommitPathTest, AWriteWhoseCallerWaitsIsCommittedOnTheCallersThreadOthersByTheWriterThread) {
+    // The turn to commit goes to the waiting caller of the write at the head of the queue: a
+    // lone write costs no hand-off to the writer thread and back. A write nobody waits for (a
+    // journal event) is committed all the same, by the writer thread.
+    auto s = open();
+    std::mutex mutex;
+    std::condition_variable committed;
+    std::vector<std::thread::id> committers;
+    detail::SyncPoints::set("writer:committing", [&] {
+        std::lock_guard lock(mutex);
+        committers.push_back(std::this_thread::get_id());
+        committed.notify_all();
+    });
+    edit(*s, interfacesXml("eth", 0, 1));
+    std::thread other([&] { edit(*s, interfacesXml("eth", 1, 1)); });
+    const auto otherId = other.get_id();
+    other.join();
+    s->appendJournal("log", "not waited for");
+    {
+        std::unique_lock lock(mutex);
+        ASSERT_TRUE(
+            committed.wait_for(lock, std::chrono::seconds(10), [&] { return committers.size() == 3; }));
+        EXPECT_EQ(committers[0], std::this_thread::get_id());
+        EXPECT_EQ(committers[1], otherId);
+        EXPECT_NE(committers[2], std::this_thread::get_id());
+        EXPECT_NE(committers[2], otherId);
+    }
+    detail::SyncPoints::clear();
+    // In the file once the writer thread's transaction ended (the sync point ran before it).
+    std::vector<std::string> rows;
+    for (int i = 0; i < 500 && rows.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(i == 0 ? 0 : 10));
+        s->readJournal("log", 0, [&](const JournalRow& r) { rows.push_back(r.data); });
+    }
+    EXPECT_EQ(rows, std::vector<std::string>{"not waited for"});
+}
+
 TEST_F(CommitPathTest, AStatementThatFailedDoesNotFailTheNextCommits) {
     {
         auto s = open();
@@ -217,7 +254,7 @@ TEST_F(CommitPathTest, NoLockIsGrantedBetweenAWritesLockCheckAndTheWrite) {
     EXPECT_THROW(s->edit({1, "one"}, Datastore::Running, again.get()), Error);
 }
 
-/// Holds the writer thread before its next transaction until release().
+/// Holds the next batch before its transaction (on whichever thread commits it) until release().
 class WriterGate {
 public:
     WriterGate() {

@@ -17,8 +17,9 @@
 //     read() and snapshot() wait, after releasing the lock, until every write they saw is
 //     durable, and run again on reloaded memory if one of them failed. No caller ever gets data
 //     that then disappears; a reader waits at most one group commit while writes are in flight.
-//  4. Durable: one writer thread puts every change set queued at that moment (rule 8) into ONE
-//     SQLite transaction, with their journal rows and the last commit id; each write returns once
+//  4. Durable: one writer at a time (the thread of the write at the head of the queue, or the
+//     writer thread) puts every change set queued at that moment (rule 8) into ONE SQLite
+//     transaction, with their journal rows and the last commit id; each write returns once
 //     its transaction is durable at the configured Durability. Commit ids increase in the order
 //     the writes were applied, which is the order they are queued and committed in.
 //  5. Published: then each write's logical change set (ncstore/changes.hpp) goes to the
