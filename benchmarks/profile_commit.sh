@@ -55,18 +55,19 @@ for durability in full normal off; do
 done
 
 start full
-threads() {
-    for t in /proc/"$server"/task/*; do
-        echo "$(cat "$t/comm") $(awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v, n}' "$t/status")"
-    done | sort
-}
-threads >"$work/before"
-commit_run "$commits" 100000 >/dev/null
-threads >"$work/after"
-echo
-echo "context switches per commit (voluntary + involuntary), by thread (durability full):"
-join <(awk '{print $1, $2 + $3}' "$work/before" | sort) <(awk '{print $1, $2 + $3}' "$work/after" | sort) |
-    awk -v n="$commits" '{d = ($3 - $2) / n; if (d >= 0.01) printf "  %-16s %.2f\n", $1, d}'
+if command -v perf >/dev/null; then
+    # Every switch of a server thread off its CPU (voluntary or not), threads that exit included.
+    perf record -e sched:sched_switch -o "$work/sched.data" -p "$server" 2>/dev/null &
+    recorder=$!
+    sleep 1
+    commit_run "$commits" 100000 >/dev/null
+    kill -INT "$recorder"
+    wait "$recorder" 2>/dev/null || true
+    echo
+    echo "context switches per commit, by server thread (durability full):"
+    perf script -i "$work/sched.data" -F comm 2>/dev/null | sort | uniq -c |
+        awk -v n="$commits" '{d = $1 / n; if (d >= 0.01) printf "  %-16s %.2f\n", $2, d}'
+fi
 
 if command -v strace >/dev/null; then
     strace -f -c -o "$work/strace" -p "$server" 2>/dev/null &
@@ -77,7 +78,7 @@ if command -v strace >/dev/null; then
     wait "$tracer" 2>/dev/null || true
     echo
     echo "system calls per commit (strace -c, durability full):"
-    awk -v n="$commits" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" {c[$NF] = $4} $NF == "total" {t = $3}
+    awk -v n="$commits" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" {c[$NF] = $4} $NF == "total" {t = $4}
         END {for (s in c) if (c[s] / n >= 0.05) printf "  %-14s %.2f\n", s, c[s] / n; printf "  %-14s %.2f\n", "total", t / n}' \
         "$work/strace" | sort -k2 -nr
 fi
