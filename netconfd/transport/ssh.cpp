@@ -307,6 +307,7 @@ SshConnection::ReadResult SshConnection::read(std::string& out, std::chrono::mil
         const int wait = deadline == Clock::time_point::max() ? -1 : millisUntil(deadline);
         const int rc = ssh_event_dopoll(event_, wait);
         if (out.size() > before) {
+            ackPromptly();
             result = ReadResult::Data;
             break;
         }
@@ -363,13 +364,14 @@ bool SshConnection::write(std::string_view data) {
 }
 
 void SshConnection::ackPromptly() const {
-    // After a reply, a client that keeps Nagle's algorithm on (ncclient, paramiko) sends a window
-    // adjust and then its next request, which the kernel holds until the adjust is ACKed; with
-    // nothing to send, Linux delays that ACK by up to 40 ms in request/response traffic. ACKing
-    // at once takes that stall off every request after a reply of more than a window (measured:
-    // a 2048-interface get-config, 45-50 ms with the stall, 4 ms without). Linux drops back to
-    // delayed ACKs by itself, so this is set again after every reply; failing changes nothing
-    // but the latency, so its result is not checked.
+    // A client that keeps Nagle's algorithm on (ncclient, paramiko) holds its last small segment
+    // until its previous one is ACKed: the end of a request sent in several SSH packets, or its
+    // next request after the window adjust it sent while reading a big reply. With nothing to
+    // send, Linux delays that ACK by up to 40 ms in request/response traffic. ACKing at once
+    // takes that stall off (measured: a 2048-interface get-config, 45-50 ms with the stall, 4 ms
+    // without). Linux drops back to delayed ACKs after a few segments, so this is set again
+    // after every read that brought data and after every reply; failing changes nothing but the
+    // latency, so its result is not checked.
     const int one = 1;
     (void)::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
 }
