@@ -7,6 +7,8 @@
 
 #include <SQLiteCpp/Exception.h>
 
+#include <chrono>
+
 namespace ncstore::ds::detail {
 
 Writer::Writer(std::unique_ptr<Persistence> persistence, const StoreOptions& options, Publisher& publisher,
@@ -146,8 +148,15 @@ void Writer::maybeCheckpoint() {
     // start of a transaction, so SQLite never starts it again: bound it here (rule 8).
     if (persistence_->walBytes() > maxWalBytes_) {
         try {
-            if (!persistence_->restartWal()) {
-                NCS_LOG(debug) << "datastore: the WAL could not be restarted yet (busy)";
+            const auto t0 = std::chrono::steady_clock::now();
+            const bool restarted = persistence_->restartWal();
+            const auto ms =
+                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+            if (!restarted) {
+                NCS_LOG(debug) << "datastore: the WAL could not be restarted yet (busy, " << ms.count()
+                               << " ms)";
+            } else {
+                NCS_LOG(debug) << "datastore: WAL restarted in " << ms.count() << " ms";
             }
         } catch (const std::exception& e) {
             NCS_LOG(warning) << "datastore: restarting the WAL failed (tried again later): " << e.what();
