@@ -55,14 +55,19 @@ for durability in full normal off; do
 done
 
 start full
+observed() { # index-offset tool args...: COMMITS commits while the tool watches the server
+    local offset=$1
+    shift
+    "$@" -p "$server" 2>/dev/null &
+    local watcher=$!
+    sleep 1
+    commit_run "$commits" "$offset" >/dev/null
+    kill -INT "$watcher"
+    wait "$watcher" 2>/dev/null || true
+}
 if command -v perf >/dev/null; then
     # Every switch of a server thread off its CPU (voluntary or not), threads that exit included.
-    perf record -e sched:sched_switch -o "$work/sched.data" -p "$server" 2>/dev/null &
-    recorder=$!
-    sleep 1
-    commit_run "$commits" 100000 >/dev/null
-    kill -INT "$recorder"
-    wait "$recorder" 2>/dev/null || true
+    observed 100000 perf record -e sched:sched_switch -o "$work/sched.data"
     echo
     echo "context switches per commit, by server thread (durability full):"
     perf script -i "$work/sched.data" -F comm 2>/dev/null | sort | uniq -c |
@@ -70,12 +75,7 @@ if command -v perf >/dev/null; then
 fi
 
 if command -v strace >/dev/null; then
-    strace -f -c -o "$work/strace" -p "$server" 2>/dev/null &
-    tracer=$!
-    sleep 1
-    commit_run "$commits" 200000 >/dev/null
-    kill -INT "$tracer"
-    wait "$tracer" 2>/dev/null || true
+    observed 200000 strace -f -c -o "$work/strace"
     echo
     echo "system calls per commit (strace -c, durability full):"
     awk -v n="$commits" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" {c[$NF] = $4} $NF == "total" {t = $4}
@@ -84,12 +84,7 @@ if command -v strace >/dev/null; then
 fi
 
 if command -v perf >/dev/null; then
-    perf record -F 1000 -g -o "$work/perf.data" -p "$server" 2>/dev/null &
-    recorder=$!
-    sleep 1
-    commit_run "$commits" 300000 >/dev/null
-    kill -INT "$recorder"
-    wait "$recorder" 2>/dev/null || true
+    observed 300000 perf record -F 1000 -g -o "$work/perf.data"
     echo
     echo "server CPU by library (perf, durability full):"
     perf report -i "$work/perf.data" --no-children --sort dso -g none 2>/dev/null |
