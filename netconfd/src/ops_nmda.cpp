@@ -136,10 +136,12 @@ const lysc_ident* originIdentity(const ly_ctx* ctx, std::string_view name) {
 }
 
 /// Adds the ietf-origin annotation `origin` to every top-level element of `xml`, and origin default
-/// to every default node (`xml` printed by libyang with LYD_PRINT_WD_ALL_TAG: no comments, no
-/// CDATA, text escaped, attribute values quoted).
+/// to every default node in use (`xml` printed by libyang with LYD_PRINT_WD_IMPL_TAG, which tags
+/// only the defaults the server added, not a configured value equal to its default as
+/// report-all-tagged would: that one is configuration; no comments, no CDATA, text escaped,
+/// attribute values quoted).
 void annotateTopLevel(std::string& xml, const char* origin) {
-    // Defaults in use, printed tagged (with-defaults report-all-tagged, as libyang writes it, with
+    // Defaults in use, printed tagged (with-defaults report-all-tagged tags, as libyang writes them, with
     // or without the declaration of its prefix): their origin is default. The prefix "or" is
     // declared on the top-level elements below (only a top-level leaf could declare "or" for
     // another namespace, and a leaf holds no element that would use it).
@@ -374,7 +376,7 @@ Reply Server::opGetData(Request& r) {
         Tree nacm;
         store_->read(ds::Datastore::Running, [&](const lyd_node* tree) {
             const lyd_node* config = nacmTop(tree);
-            std::string part = readableXml(tree, filterHolder.get(), LYD_PRINT_WD_ALL_TAG, r.access, config);
+            std::string part = readableXml(tree, filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, config);
             annotateTopLevel(part, "intended");
             xml += part;
             nacm = selectedAlone(config);
@@ -382,7 +384,7 @@ Reply Server::opGetData(Request& r) {
         const Tree state = stateData();
         const lyd_node* counters = nacmTop(state.get());
         std::string part =
-            readableXml(state.get(), filterHolder.get(), LYD_PRINT_WD_ALL_TAG, r.access, counters);
+            readableXml(state.get(), filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, counters);
         annotateTopLevel(part, "system");
         xml += part;
         if (counters) {

@@ -107,6 +107,13 @@ def test_origin_metadata_and_origin_filters(server, m):
     assert "<enabled>true</enabled>" in plain
     assert "<enabled>" not in get_data(m, "running")
     assert re.search(r'<enabled [^>]*origin="[\w-]+:default"[^>]*>true</enabled>', with_origin), with_origin[:1500]
+    # A value configured equal to its default is configuration (intended), not a default in use,
+    # on both paths (RFC 8342 5.3.4; with-defaults' report-all-tagged would tag it).
+    m.edit_config(target="running", config=config(iface("o2", enabled=True)))
+    for body in ("<with-origin/>", "<with-origin/><max-depth>65535</max-depth>"):
+        entry = re.search(r"<interface>(?:(?!</interface>).)*<name>o2</name>.*?</interface>", get_data(
+            m, "operational", body), re.S).group(0)
+        assert "<enabled>true</enabled>" in entry and "origin" not in entry, (body, entry)
     only_defaults = get_data(m, "operational", "<origin-filter>or:default</origin-filter>")
     assert "<enabled>true</enabled>" in only_defaults and "<type" not in only_defaults
     assert "<name>o1</name>" in only_defaults  # the keys of the entries holding them
