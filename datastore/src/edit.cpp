@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace ncstore::ds::detail {
 
@@ -56,6 +57,49 @@ void checkLy(LY_ERR rc, const char* what, const lyd_node* node) {
 
 bool isMultiInstance(const lysc_node* schema) {
     return schema->nodetype & (LYS_LIST | LYS_LEAFLIST);
+}
+
+/// Whether `a` and `b` name the same instance: one schema node that has one instance per parent,
+/// or the same list entry (keys) or leaf-list value.
+bool sameInstance(const lyd_node* a, const lyd_node* b) {
+    return a->schema == b->schema &&
+           (!isMultiInstance(a->schema) || (a->hash == b->hash && lyd_compare_single(a, b, 0) == LY_SUCCESS));
+}
+
+/// Whether siblings from `first` name one instance twice. An edit may (the second mention then
+/// applies to what the first made, as history's compare writes a remove before a create), but
+/// such a subtree must not be copied into the target as it is: that would make two instances,
+/// which paths (and so undo) could not tell apart (found by fuzz_edit).
+bool namesAnInstanceTwice(const lyd_node* first) {
+    std::vector<const lyd_node*> siblings;
+    for (const lyd_node* n = first; n; n = n->next) {
+        if (n->schema) {
+            siblings.push_back(n);
+        }
+    }
+    if (siblings.size() <= 16) {
+        for (std::size_t i = 1; i < siblings.size(); ++i) {
+            for (std::size_t j = 0; j < i; ++j) {
+                if (sameInstance(siblings[j], siblings[i])) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+    // Many siblings (a big list): libyang's node hash covers the schema node and, for instances,
+    // their keys or value.
+    std::unordered_multimap<std::uint32_t, const lyd_node*> seen(siblings.size());
+    for (const lyd_node* n : siblings) {
+        const auto [from, to] = seen.equal_range(n->hash);
+        for (auto it = from; it != to; ++it) {
+            if (sameInstance(it->second, n)) {
+                return true;
+            }
+        }
+        seen.emplace(n->hash, n);
+    }
+    return false;
 }
 
 /// The first node of the sibling list `node` belongs to (`forest` for top-level nodes).
@@ -456,6 +500,7 @@ private:
             for (const lyd_node* c = lyd_child(e); c; c = c->next) {
                 plain = check(c, op, op) && plain;
             }
+            plain = plain && !namesAnInstanceTwice(lyd_child(e));
         }
         if (!plain) {
             nonPlain_.insert(e);

@@ -619,6 +619,32 @@ TEST_F(Edit, UndoAfterFailedEditRestoresPartialChanges) {
     EXPECT_EQ(dump(t.get()), original);
 }
 
+TEST_F(Edit, AnEntryNamedTwiceInANewSubtreeBecomesOneInstanceAndUndoRestoresTheTree) {
+    // Found by tests/fuzz/fuzz_edit: a new subtree was copied into the tree as it was, so an
+    // entry the edit names twice became two instances with one path; undo after a later refusal
+    // then looked the path up, found the wrong one, and threw with the edit half undone.
+    const std::string twice = "<item><name>d</name><sub><k>2</k><v>a</v></sub><sub><k>2</k></sub></item>";
+    Tree t = target(kBase);
+    const std::string original = dump(t.get());
+    applyError(t, top(twice + "<item nc:operation=\"create\"><name>i1</name></item>"));
+    undo(t);
+    EXPECT_EQ(dump(t.get()), original);
+
+    // Applied alone: the second mention merges into what the first made.
+    Tree u = target(kBase);
+    apply(u, top(twice));
+    const std::string kept = dump(u.get());
+    auto count = [](const std::string& text, const std::string& what) {
+        std::size_t n = 0;
+        for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+            ++n;
+        }
+        return n;
+    };
+    EXPECT_EQ(count(kept, "<sub>"), count(original, "<sub>") + 1) << kept;
+    EXPECT_NE(kept.find("<name>d</name><sub><k>2</k><v>a</v></sub>"), std::string::npos) << kept;
+}
+
 TEST_F(Edit, UndoOfTopLevelCreationEmptiesTheForest) {
     Tree t;
     apply(t, interfaces(iface("eth0")));
