@@ -306,8 +306,8 @@ SshConnection::ReadResult SshConnection::read(std::string& out, std::chrono::mil
         }
         const int wait = deadline == Clock::time_point::max() ? -1 : millisUntil(deadline);
         const int rc = ssh_event_dopoll(event_, wait);
+        ackPromptly(); // whatever came in (data, or a window adjust after a reply): ACK it at once
         if (out.size() > before) {
-            ackPromptly();
             result = ReadResult::Data;
             break;
         }
@@ -351,6 +351,7 @@ bool SshConnection::write(std::string_view data) {
             if (ssh_event_dopoll(event_, std::min(millisUntil(deadline), 1000)) == SSH_ERROR) {
                 return false;
             }
+            ackPromptly(); // its window adjust came in: ACK it at once, as after a read
         }
     }
     // What libssh could not hand to the kernel yet goes out in the next poll; push it now.
@@ -370,7 +371,7 @@ void SshConnection::ackPromptly() const {
     // send, Linux delays that ACK by up to 40 ms in request/response traffic. ACKing at once
     // takes that stall off (measured: a 2048-interface get-config, 45-50 ms with the stall, 4 ms
     // without). Linux drops back to delayed ACKs after a few segments, so this is set again
-    // after every read that brought data and after every reply; failing changes nothing but the
+    // whenever something came in and after every reply; failing changes nothing but the
     // latency, so its result is not checked.
     const int one = 1;
     (void)::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
