@@ -68,7 +68,11 @@ long)
     commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
     log=$(dirname "$binary")/long-$target.log
     set +e
-    nice -n 19 setsid "$binary" "${common[@]}" -runs="$runs" -timeout=30 -rss_limit_mb=4096 \
+    # Without the allocation and free stacks that ASan keeps for its reports (a crash input is
+    # replayed with them afterwards, see README.md): fuzz_edit, whose time goes to ASan's
+    # allocator, runs ~1.2x more inputs per second.
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=0 \
+        nice -n 19 setsid "$binary" "${common[@]}" -runs="$runs" -timeout=30 -rss_limit_mb=4096 \
         "$corpus" "$seeds" >"$log" 2>&1 &
     pid=$!
     # With autogroup scheduling (Debian's kernels), nice only ranks processes of one session:
