@@ -51,6 +51,7 @@
 #include "ncstore/datastore.hpp"
 #include "ncstore/yang.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <mutex>

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace ncstore::ds::detail {
 
