@@ -515,7 +515,6 @@ History::History(ds::Store& store, const ly_ctx* ctx, Options options)
     }
     if (const std::uint64_t through = retain(); through > 0) {
         store_.trimJournal(kJournal, through); // before any write: nothing to wait for but the disk
-        trimThrough_ = through;
         untrimmed_ = 0;
     }
     NCS_LOG(info) << "commit history: " << index_.size() << " commits, " << bytes_ << " bytes (keeps at most "
@@ -565,11 +564,10 @@ ds::JournalWrite History::hook(const ds::ChangeSet& changes) {
     bytes_ += e.bytes;
     pending_.insert(e.id);
     index_.push_back(std::move(e));
-    if (const std::uint64_t through = retain(); through > trimThrough_) {
-        trimThrough_ = through;
-    }
-    if (untrimmed_ >= trimBatch()) {
-        write.trimThrough = trimThrough_; // in this commit's transaction
+    // untrimmed_ grows only when retain() drops entries: when it reaches a batch, `through` is
+    // the newest entry dropped, and every older row goes with it.
+    if (const std::uint64_t through = retain(); untrimmed_ >= trimBatch()) {
+        write.trimThrough = through; // in this commit's transaction
         untrimmed_ = 0;
     }
     return write;

@@ -205,9 +205,8 @@ private:
     // store publishes every durable change set in commit order: one still pending when a later
     // one arrives was in a transaction that failed (datastore rule 7) and leaves the index.
     std::set<std::uint64_t> pending_;
-    std::uint64_t bytes_ = 0;       // of the rows in index_
-    std::uint64_t trimThrough_ = 0; // the journal's rows up to here may go
-    std::uint64_t untrimmed_ = 0;   // entries dropped from index_ since the last trim was asked for
+    std::uint64_t bytes_ = 0;     // of the rows in index_
+    std::uint64_t untrimmed_ = 0; // entries dropped from index_ since the last trim was asked for
 };
 
 } // namespace ncstore::netconfd::history
