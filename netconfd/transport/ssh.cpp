@@ -351,7 +351,6 @@ bool SshConnection::write(std::string_view data) {
             if (ssh_event_dopoll(event_, std::min(millisUntil(deadline), 1000)) == SSH_ERROR) {
                 return false;
             }
-            ackPromptly(); // its window adjust came in: ACK it at once, as after a read
         }
     }
     // What libssh could not hand to the kernel yet goes out in the next poll; push it now.
@@ -360,7 +359,6 @@ bool SshConnection::write(std::string_view data) {
             return !(ssh_get_poll_flags(session_) & SSH_WRITE_PENDING);
         }
     }
-    ackPromptly();
     return true;
 }
 
@@ -371,8 +369,9 @@ void SshConnection::ackPromptly() const {
     // send, Linux delays that ACK by up to 40 ms in request/response traffic. ACKing at once
     // takes that stall off (measured: a 2048-interface get-config, 45-50 ms with the stall, 4 ms
     // without). Linux drops back to delayed ACKs after a few segments, so this is set again
-    // whenever something came in and after every reply; failing changes nothing but the
-    // latency, so its result is not checked.
+    // whenever read() wakes up (the reply's window adjusts and the next request arrive there; an
+    // ACK after each reply, or after each wait for the client's window, measured no better);
+    // failing changes nothing but the latency, so its result is not checked.
     const int one = 1;
     (void)::setsockopt(fd_, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
 }
