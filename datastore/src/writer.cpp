@@ -246,7 +246,7 @@ void Writer::takeTurn(std::unique_lock<std::mutex>& lock) {
     }
     lock.unlock();
     try {
-        commit(batch);
+        commit(batch, bytes);
         maybeCheckpoint();
     } catch (...) {
         lock.lock();
@@ -257,13 +257,11 @@ void Writer::takeTurn(std::unique_lock<std::mutex>& lock) {
     handOff();
 }
 
-void Writer::commit(Batch& batch) {
+void Writer::commit(Batch& batch, std::size_t bytes) {
     std::vector<const RecordSet*> sets;
     sets.reserve(batch.size());
-    std::uint64_t bytes = 0;
     for (const auto& p : batch) {
         sets.push_back(&p->records);
-        bytes += p->records.bytes();
     }
     try {
         NCS_SYNC_POINT("writer:committing");

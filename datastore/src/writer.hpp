@@ -142,8 +142,9 @@ private:
     /// The turn goes to the head of the queue's caller or to the writer thread, or is
     /// released when nothing is queued. Under the queue lock.
     void handOff();
-    /// Commits `batch` (durable or failed, every ticket of it resolved). Without the queue lock.
-    void commit(Batch& batch);
+    /// Commits `batch`, whose change sets hold `bytes` (durable or failed, every ticket of it
+    /// resolved). Without the queue lock.
+    void commit(Batch& batch, std::size_t bytes);
     /// Resolves the tickets of `batch` (failed with `error` unless null). Takes the queue lock.
     void finish(Batch& batch, const std::exception_ptr& error);
     bool full() const {
