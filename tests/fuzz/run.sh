@@ -4,9 +4,10 @@
 #   run.sh replay BINARY           every committed seed and crash input once (ctest -L fuzz)
 #   run.sh smoke  BINARY SECONDS   fuzz for SECONDS from the seeds in a scratch corpus (CI)
 #   run.sh long   BINARY RUNS [CORPUS_DIR]
-#                                  fuzz until RUNS executions (nice -n 19, one job), keeping the
-#                                  corpus in CORPUS_DIR (default: BINARY's dir/corpus-<target>),
-#                                  and print the line for tests/fuzz/results/
+#                                  fuzz until RUNS executions (nice -n 19, FUZZ_JOBS workers,
+#                                  default 1), keeping the corpus in CORPUS_DIR (default:
+#                                  BINARY's dir/corpus-<target>), and print the line for
+#                                  tests/fuzz/results/
 #
 # A crash stops the run with a non-zero status; its input is saved in FUZZ_ARTIFACTS (default:
 # the binary's directory/artifacts) and printed in base64, to be committed under
@@ -63,30 +64,54 @@ smoke)
 long)
     runs=${3:?runs}
     corpus=${4:-$(dirname "$binary")/corpus-$target}
+    jobs=${FUZZ_JOBS:-1}
     mkdir -p "$corpus"
     start=$(date -u +%FT%TZ)
     commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-    log=$(dirname "$binary")/long-$target.log
-    set +e
-    # Without the allocation and free stacks that ASan keeps for its reports (a crash input is
-    # replayed with them afterwards, see README.md): fuzz_edit, whose time goes to ASan's
-    # allocator, runs ~1.2x more inputs per second.
-    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=0 \
-        nice -n 19 setsid "$binary" "${common[@]}" -runs="$runs" -timeout=30 -rss_limit_mb=4096 \
-        "$corpus" "$seeds" >"$log" 2>&1 &
-    pid=$!
-    # With autogroup scheduling (Debian's kernels), nice only ranks processes of one session:
-    # against a build started from another terminal the fuzzer would still take a whole core.
-    # In a session of its own with its group at nice 19, it really gets only what is left.
-    echo 19 >"/proc/$pid/autogroup" 2>/dev/null || true
-    wait "$pid"
-    status=$?
-    set -e
-    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-    cov=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1 | sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/cov \1, ft \2, corpus \3/')
-    # exit 0: RUNS executions without a crash; anything else: see the log and the artifacts
-    echo "| $target | $start .. $(date -u +%FT%TZ) | $commit | ${execs:-?} | ${rate:-?} | ${cov:-?} | exit $status |"
+    log=$(dirname "$binary")/long-$target
+    # FUZZ_JOBS workers share the corpus directory (libFuzzer reloads what the others add) and
+    # each runs its share of RUNS; the line for results/ sums their executions.
+    pids=()
+    for ((job = 1; job <= jobs; job++)); do
+        share=$((runs / jobs + (job <= runs % jobs ? 1 : 0)))
+        # Without the allocation and free stacks that ASan keeps for its reports (a crash input
+        # is replayed with them afterwards, see README.md): fuzz_edit, whose time goes to ASan's
+        # allocator, runs ~1.2x more inputs per second.
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=0 \
+            nice -n 19 setsid "$binary" "${common[@]}" -runs="$share" -timeout=30 \
+            -rss_limit_mb=4096 "$corpus" "$seeds" >"$log-$job.log" 2>&1 &
+        pids+=($!)
+        # With autogroup scheduling (Debian's kernels), nice only ranks processes of one session:
+        # against a build started from another terminal the fuzzer would still take a whole
+        # core. In a session of its own with its group at nice 19, it gets only what is left.
+        echo 19 >"/proc/$!/autogroup" 2>/dev/null || true
+    done
+    status=0
+    for pid in "${pids[@]}"; do
+        set +e
+        wait "$pid"
+        code=$?
+        set -e
+        # The first crash stops everyone: its input is in the artifacts, the others' time is
+        # better spent on the fix.
+        if [ "$code" -ne 0 ] && [ "$status" -eq 0 ]; then
+            status=$code
+            kill "${pids[@]}" 2>/dev/null || true
+        fi
+    done
+    execs=0
+    rate=0
+    for ((job = 1; job <= jobs; job++)); do
+        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log-$job.log" | tail -1)
+        r=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log-$job.log" | tail -1)
+        execs=$((execs + ${n:-0}))
+        rate=$((rate + ${r:-0}))
+    done
+    cov=$(grep -hE '^#[0-9]+.*cov: ' "$log"-*.log | tail -1 |
+        sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/cov \1, ft \2, corpus \3/')
+    # exit 0: RUNS executions without a crash; anything else: see the logs and the artifacts
+    echo "| $target | $start .. $(date -u +%FT%TZ) | $commit | $execs ($jobs jobs) | $rate |" \
+        "${cov:-?} | exit $status |"
     exit $status
     ;;
 *)
