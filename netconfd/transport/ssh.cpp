@@ -26,7 +26,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int millisUntil(Clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    // Rounded up: rounded down, the last millisecond before the deadline is a loop of polls that
+    // return at once.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
@@ -306,7 +308,11 @@ SshConnection::ReadResult SshConnection::read(std::string& out, std::chrono::mil
         }
         const int wait = deadline == Clock::time_point::max() ? -1 : millisUntil(deadline);
         const int rc = ssh_event_dopoll(event_, wait);
-        ackPromptly(); // whatever came in (data, or a window adjust after a reply): ACK it at once
+        if (!woken_ || out.size() > before) {
+            // Whatever came in (data, or a window adjust after a reply): ACK it at once. A wake-up
+            // alone (an event for a subscriber) brought nothing to ACK.
+            ackPromptly();
+        }
         if (out.size() > before) {
             result = ReadResult::Data;
             break;
