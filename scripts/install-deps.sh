@@ -9,6 +9,8 @@ packages=(
     clang libclang-rt-14-dev llvm
     libnetconf2-dev libyang2-dev libyang2-tools libssh-dev
     libsqlite3-dev sqlite3 libsqlitecpp-dev
+    # dqlite (Raft-replicated SQLite): the HA backend of issue 17 (dqlite/, tests/dqlite)
+    libdqlite-dev
     libboost-log-dev libboost-program-options-dev libboost-system-dev
     libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
     python3 python3-ncclient python3-paramiko python3-matplotlib python3-pytest libyuma-base yangcli

@@ -1,0 +1,71 @@
+// An embedded dqlite node (libdqlite's C API) owned by one C++ object: created and configured in
+// the constructor, started and stopped explicitly, stopped (if running) and destroyed in the
+// destructor, so that a node cannot outlive its owner or be destroyed while its thread runs.
+//
+// Promises:
+//  1. Node 1 with an empty data directory bootstraps a one-node cluster on start(); any other id
+//     starts with no configuration and waits to be added (ADD, then ASSIGN, sent to the leader
+//     through a dqlite::Connection). Restarting a node needs the same id and data directory.
+//  2. A started node accepts connections on its bind address when start() returns. SQL and
+//     membership go over the wire protocol (client.hpp), even to this process's own node.
+//  3. start() ignores SIGPIPE for the whole process, once: libdqlite writes to peers' sockets
+//     without MSG_NOSIGNAL, and a peer that died would otherwise kill this process (seen with
+//     followers of a killed leader).
+//  4. Failures throw NodeError with dqlite's own message (dqlite_node_errmsg) and the node id.
+//
+// Thread-safety: one thread at a time per Node; libdqlite runs the node on a thread of its own.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+struct dqlite_node;
+
+namespace ncstore::dqlite {
+
+class NodeError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class Node {
+public:
+    struct Options {
+        std::uint64_t id = 1;
+        /// "host:port" that clients and the other nodes use; also the address bound.
+        std::string address;
+        /// Raft log and snapshots; must exist.
+        std::filesystem::path dataDir;
+        /// One-way latency between nodes: Raft's election timeout becomes 15 times this and the
+        /// heartbeat 1.5 times (zero keeps dqlite's defaults, a 3 s election timeout).
+        std::chrono::milliseconds networkLatency{0};
+    };
+
+    explicit Node(Options options);
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+    ~Node();
+
+    void start();
+    /// Stops the node (idempotent): in-flight requests complete, connections are closed.
+    void stop();
+
+    bool running() const noexcept { return running_; }
+    const Options& options() const noexcept { return options_; }
+
+private:
+    struct Destroy {
+        void operator()(::dqlite_node* node) const noexcept;
+    };
+    [[noreturn]] void fail(const char* what, int rc) const;
+
+    Options options_;
+    std::unique_ptr<::dqlite_node, Destroy> node_;
+    bool running_ = false;
+};
+
+} // namespace ncstore::dqlite
