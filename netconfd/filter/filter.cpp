@@ -887,6 +887,45 @@ std::optional<std::vector<std::vector<SelectedStep>>> selectedPaths(const lyd_no
     return out;
 }
 
+std::optional<std::vector<SelectedStep>> topLevelScope(const lyd_node* filterNode) {
+    if (!filterNode) {
+        return std::nullopt;
+    }
+    if (xpathSelect(filterNode)) {
+        auto paths = selectedPaths(filterNode);
+        if (!paths) {
+            return std::nullopt;
+        }
+        std::vector<SelectedStep> out;
+        for (auto& path : *paths) {
+            if (path.empty()) {
+                return std::nullopt; // "/": everything
+            }
+            out.push_back(std::move(path.front()));
+        }
+        return out;
+    }
+    const auto* any = reinterpret_cast<const lyd_node_any*>(filterNode);
+    if (!filterNode->schema || !(filterNode->schema->nodetype & LYD_NODE_ANY) ||
+        any->value_type != LYD_ANYDATA_DATATREE) {
+        return std::nullopt;
+    }
+    std::vector<SelectedStep> out;
+    for (const lyd_node* n = any->value.tree; n; n = n->next) {
+        const FNode f = readFilter(n);
+        std::string module;
+        if (!f.ns.empty()) {
+            const lys_module* m = ly_ctx_get_module_implemented_ns(LYD_CTX(filterNode), f.ns.c_str());
+            if (!m) {
+                continue;
+            }
+            module = m->name;
+        }
+        out.push_back(SelectedStep{std::move(module), f.name});
+    }
+    return out;
+}
+
 Tree fromParameter(const lyd_node* param) {
     const ly_ctx* ctx = LYD_CTX(param);
     lyd_node* copy = nullptr;

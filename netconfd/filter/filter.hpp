@@ -130,6 +130,13 @@ struct SelectedStep {
 /// when one of these paths is a prefix of its schema path. nullopt for any other filter.
 std::optional<std::vector<std::vector<SelectedStep>>> selectedPaths(const lyd_node* filterNode);
 
+/// The top-level data nodes `filterNode` can select anything in or under, each as a step
+/// (module "": of any module), or nullopt when that is not known without evaluating it (an XPath
+/// other than a plain path, a filter given as text). Lets a reader skip building data that no
+/// answer could contain (the server's state data for a filter on /interfaces). A top-level filter
+/// element of a namespace no module implements can select nothing and adds no step.
+std::optional<std::vector<SelectedStep>> topLevelScope(const lyd_node* filterNode);
+
 /// The `select` expression of an ietf-netconf `filter` node with type="xpath" (possibly ""),
 /// or nullopt when the node has type subtree or none. Throws Error when type is xpath but
 /// select is missing.

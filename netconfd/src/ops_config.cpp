@@ -88,8 +88,10 @@ std::string Server::readXml(const Request& r, ds::Datastore source, bool withSta
         }
     });
     if (!config) {
-        Tree state = stateData();
-        if (nacmConfig) {
+        Tree state = stateData(filterNode);
+        if (nacmConfig && !state) {
+            state = std::move(nacmConfig);
+        } else if (nacmConfig) {
             lyd_node* first = state.release();
             const LY_ERR rc = lyd_merge_siblings(&first, nacmConfig.get(), 0);
             state.reset(first);

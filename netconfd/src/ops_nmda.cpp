@@ -381,7 +381,7 @@ Reply Server::opGetData(Request& r) {
             xml += part;
             nacm = selectedAlone(config);
         });
-        const Tree state = stateData();
+        const Tree state = stateData(filterHolder.get());
         const lyd_node* counters = nacmTop(state.get());
         std::string part =
             readableXml(state.get(), filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, counters);
@@ -405,7 +405,7 @@ Reply Server::opGetData(Request& r) {
         Tree forest;
         store_->read(datastore.store, [&](const lyd_node* tree) { forest = selected(tree); });
         if (datastore.operational) {
-            Tree state = selected(stateData().get());
+            Tree state = selected(stateData(filterHolder.get()).get());
             if (state) {
                 lyd_node* first = forest.release();
                 const LY_ERR rc = lyd_merge_siblings(&first, state.get(), LYD_MERGE_DESTRUCT);

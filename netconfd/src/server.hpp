@@ -138,8 +138,10 @@ private:
     /// The content of a `config` anyxml as a configuration (strict, no state): the tree
     /// parseRpc() parsed with the message, or else parsed from the anyxml's content.
     Tree parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const;
-    /// ietf-netconf-monitoring, ietf-yang-library, NACM counters and commit history state data.
-    Tree stateData() const;
+    /// ietf-netconf-monitoring, ietf-yang-library, NACM counters and commit history state data:
+    /// all of it, or what a read filtered by `filterNode` can select of it (its top-level nodes
+    /// in filter::topLevelScope(); the filter still has to be applied).
+    Tree stateData(const lyd_node* filterNode = nullptr) const;
     /// A write of `r`'s session: its NACM write check (access.hpp). `mayChangeNacm`: the write
     /// may change running's /nacm.
     WriteCheck writeCheck(const Request& r, bool mayChangeNacm, bool install = true);

@@ -2,6 +2,7 @@
 // with the RFC 7895 modules-state that older clients read module-set-id from), the NACM
 // counters (RFC 8341) and the commit history (ncstore-commits).
 #include "events.hpp"
+#include "filter.hpp"
 #include "server.hpp"
 #include "session.hpp"
 
@@ -105,156 +106,183 @@ std::string quoted(const std::string& v) {
 
 } // namespace
 
-Tree Server::stateData() const {
+Tree Server::stateData(const lyd_node* filterNode) const {
     const ly_ctx* ctx = ctx_.get();
-    Builder b(ctx);
-    const std::string ns = "/ietf-netconf-monitoring:netconf-state";
-
-    // capabilities: exactly what the <hello> carries
-    b.set(ns + "/capabilities");
-    lyd_node* caps = b.find(ns + "/capabilities");
-    for (const auto& c : capabilities_) {
-        b.term(caps, "capability", c);
-    }
-
-    // datastores and their global locks
-    std::map<ds::Datastore, ds::LockInfo> held;
-    for (const auto& h : store_->locks()) {
-        held.emplace(h.ds, h);
-    }
-    for (auto d : {ds::Datastore::Running, ds::Datastore::Candidate, ds::Datastore::Startup}) {
-        const std::string entry = ns + "/datastores/datastore[name='" + ds::toString(d) + "']";
-        b.set(entry);
-        if (auto it = held.find(d); it != held.end()) {
-            b.set(entry + "/locks/global-lock/locked-by-session", std::to_string(it->second.session));
-            b.set(entry + "/locks/global-lock/locked-time", isoTime(it->second.since));
+    // Built for every read of state data that a filter narrows (a get-data of operational's
+    // /interfaces): the commit history and the module lists alone took more time than the rest
+    // of the read, for nothing the filter could select.
+    const auto scope = filter::topLevelScope(filterNode);
+    auto wanted = [&](std::string_view module, std::string_view name) {
+        return !scope || std::any_of(scope->begin(), scope->end(), [&](const filter::SelectedStep& s) {
+            return (s.module.empty() || s.module == module) && s.name == name;
+        });
+    };
+    Tree state;
+    auto adopt = [&](Tree part, const char* what) {
+        if (!part) {
+            return;
         }
-    }
+        lyd_node* first = state.release();
+        const LY_ERR rc = lyd_insert_sibling(first, part.get(), &first);
+        state.reset(first);
+        if (rc != LY_SUCCESS) {
+            throw YangError(std::string("cannot assemble state data: ") + what, ctx);
+        }
+        part.release();
+    };
+    // ietf-netconf-monitoring (RFC 6022)
+    auto monitoring = [&] {
+        Builder b(ctx);
+        const std::string ns = "/ietf-netconf-monitoring:netconf-state";
 
-    // schemas: every module and submodule get-schema can return
-    std::uint32_t idx = 0;
-    while (const lys_module* m = ly_ctx_get_module_iter(ctx, &idx)) {
-        auto add = [&](const char* name, const char* revision, const char* nsUri) {
-            const std::string entry = ns + "/schemas/schema[identifier=" + quoted(name) +
-                                      "][version=" + quoted(revision ? revision : "") +
-                                      "][format='ietf-netconf-monitoring:yang']";
-            b.set(entry + "/namespace", nsUri);
-            b.set(entry + "/location", "NETCONF");
-        };
-        add(m->name, m->revision, m->ns);
-        if (m->parsed && m->parsed->includes) {
-            LY_ARRAY_COUNT_TYPE i;
-            LY_ARRAY_FOR(m->parsed->includes, i) {
-                const lysp_submodule* sub = m->parsed->includes[i].submodule;
-                if (sub) {
-                    add(sub->name, sub->revs ? sub->revs[0].date : nullptr, m->ns);
+        // capabilities: exactly what the <hello> carries
+        b.set(ns + "/capabilities");
+        lyd_node* caps = b.find(ns + "/capabilities");
+        for (const auto& c : capabilities_) {
+            b.term(caps, "capability", c);
+        }
+
+        // datastores and their global locks
+        std::map<ds::Datastore, ds::LockInfo> held;
+        for (const auto& h : store_->locks()) {
+            held.emplace(h.ds, h);
+        }
+        for (auto d : {ds::Datastore::Running, ds::Datastore::Candidate, ds::Datastore::Startup}) {
+            const std::string entry = ns + "/datastores/datastore[name='" + ds::toString(d) + "']";
+            b.set(entry);
+            if (auto it = held.find(d); it != held.end()) {
+                b.set(entry + "/locks/global-lock/locked-by-session", std::to_string(it->second.session));
+                b.set(entry + "/locks/global-lock/locked-time", isoTime(it->second.since));
+            }
+        }
+
+        // schemas: every module and submodule get-schema can return
+        std::uint32_t idx = 0;
+        while (const lys_module* m = ly_ctx_get_module_iter(ctx, &idx)) {
+            auto add = [&](const char* name, const char* revision, const char* nsUri) {
+                const std::string entry = ns + "/schemas/schema[identifier=" + quoted(name) +
+                                          "][version=" + quoted(revision ? revision : "") +
+                                          "][format='ietf-netconf-monitoring:yang']";
+                b.set(entry + "/namespace", nsUri);
+                b.set(entry + "/location", "NETCONF");
+            };
+            add(m->name, m->revision, m->ns);
+            if (m->parsed && m->parsed->includes) {
+                LY_ARRAY_COUNT_TYPE i;
+                LY_ARRAY_FOR(m->parsed->includes, i) {
+                    const lysp_submodule* sub = m->parsed->includes[i].submodule;
+                    if (sub) {
+                        add(sub->name, sub->revs ? sub->revs[0].date : nullptr, m->ns);
+                    }
                 }
             }
         }
-    }
 
-    // sessions
-    std::vector<std::shared_ptr<Session>> sessions;
-    {
-        std::lock_guard lock(sessionsMutex_);
-        for (const auto& [id, s] : sessions_) {
-            sessions.push_back(s);
+        // sessions
+        std::vector<std::shared_ptr<Session>> sessions;
+        {
+            std::lock_guard lock(sessionsMutex_);
+            for (const auto& [id, s] : sessions_) {
+                sessions.push_back(s);
+            }
         }
-    }
-    for (const auto& s : sessions) {
-        const std::string entry = ns + "/sessions/session[session-id='" + std::to_string(s->id) + "']";
-        b.set(entry + "/transport", "ietf-netconf-monitoring:netconf-ssh");
-        b.set(entry + "/username", s->user);
-        if (!s->host.empty()) {
-            b.set(entry + "/source-host", s->host);
+        for (const auto& s : sessions) {
+            const std::string entry = ns + "/sessions/session[session-id='" + std::to_string(s->id) + "']";
+            b.set(entry + "/transport", "ietf-netconf-monitoring:netconf-ssh");
+            b.set(entry + "/username", s->user);
+            if (!s->host.empty()) {
+                b.set(entry + "/source-host", s->host);
+            }
+            b.set(entry + "/login-time", isoTime(s->login));
+            b.set(entry + "/in-rpcs", std::to_string(s->inRpcs.load()));
+            b.set(entry + "/in-bad-rpcs", std::to_string(s->inBadRpcs.load()));
+            b.set(entry + "/out-rpc-errors", std::to_string(s->outRpcErrors.load()));
+            b.set(entry + "/out-notifications", std::to_string(s->outNotifications.load()));
         }
-        b.set(entry + "/login-time", isoTime(s->login));
-        b.set(entry + "/in-rpcs", std::to_string(s->inRpcs.load()));
-        b.set(entry + "/in-bad-rpcs", std::to_string(s->inBadRpcs.load()));
-        b.set(entry + "/out-rpc-errors", std::to_string(s->outRpcErrors.load()));
-        b.set(entry + "/out-notifications", std::to_string(s->outNotifications.load()));
+
+        // statistics
+        const std::string st = ns + "/statistics";
+        b.set(st + "/netconf-start-time", isoTime(stats_.startTime));
+        b.set(st + "/in-bad-hellos", std::to_string(stats_.inBadHellos.load()));
+        b.set(st + "/in-sessions", std::to_string(stats_.inSessions.load()));
+        b.set(st + "/dropped-sessions", std::to_string(stats_.droppedSessions.load()));
+        b.set(st + "/in-rpcs", std::to_string(stats_.inRpcs.load()));
+        b.set(st + "/in-bad-rpcs", std::to_string(stats_.inBadRpcs.load()));
+        b.set(st + "/out-rpc-errors", std::to_string(stats_.outRpcErrors.load()));
+        b.set(st + "/out-notifications", std::to_string(stats_.outNotifications.load()));
+        return b.release();
+    };
+    if (wanted("ietf-netconf-monitoring", "netconf-state")) {
+        adopt(monitoring(), "netconf-state");
     }
-
-    // statistics
-    const std::string st = ns + "/statistics";
-    b.set(st + "/netconf-start-time", isoTime(stats_.startTime));
-    b.set(st + "/in-bad-hellos", std::to_string(stats_.inBadHellos.load()));
-    b.set(st + "/in-sessions", std::to_string(stats_.inSessions.load()));
-    b.set(st + "/dropped-sessions", std::to_string(stats_.droppedSessions.load()));
-    b.set(st + "/in-rpcs", std::to_string(stats_.inRpcs.load()));
-    b.set(st + "/in-bad-rpcs", std::to_string(stats_.inBadRpcs.load()));
-    b.set(st + "/out-rpc-errors", std::to_string(stats_.outRpcErrors.load()));
-    b.set(st + "/out-notifications", std::to_string(stats_.outNotifications.load()));
-
-    Tree state = b.release();
 
     // The one stream and its replay log, as RFC 5277 3.2 (nc-notifications) and RFC 8639
     // (ietf-subscribed-notifications) list it.
     struct StreamList {
         const char* module;
+        const char* top;
         const char* stream;
         const char* replaySupport;
         const char* replaySupportValue;
         const char* logCreationTime;
     };
     const StreamList lists[] = {
-        {"nc-notifications", "/nc-notifications:netconf/streams/stream[name='NETCONF']", "replaySupport",
-         "true", "replayLogCreationTime"},
-        {"ietf-subscribed-notifications", "/ietf-subscribed-notifications:streams/stream[name='NETCONF']",
-         "replay-support", nullptr, "replay-log-creation-time"},
+        {"nc-notifications", "netconf", "/nc-notifications:netconf/streams/stream[name='NETCONF']",
+         "replaySupport", "true", "replayLogCreationTime"},
+        {"ietf-subscribed-notifications", "streams",
+         "/ietf-subscribed-notifications:streams/stream[name='NETCONF']", "replay-support", nullptr,
+         "replay-log-creation-time"},
     };
     const std::string created = notify::dateAndTime(notifications_->logCreationTime());
     for (const StreamList& l : lists) {
-        if (!ly_ctx_get_module_implemented(ctx, l.module)) {
+        const std::string stream = l.stream;
+        if (!ly_ctx_get_module_implemented(ctx, l.module) || !wanted(l.module, l.top)) {
             continue;
         }
-        const std::string stream = l.stream;
-        lyd_node* streams = nullptr;
-        if (lyd_new_path(nullptr, ctx, (stream + "/description").c_str(),
-                         "NETCONF events: configuration changes and sessions (RFC 6470)", 0,
-                         &streams) != LY_SUCCESS ||
-            lyd_new_path(streams, ctx, (stream + "/" + l.replaySupport).c_str(), l.replaySupportValue, 0,
-                         nullptr) != LY_SUCCESS ||
-            lyd_new_path(streams, ctx, (stream + "/" + l.logCreationTime).c_str(), created.c_str(), 0,
+        lyd_node* first = nullptr;
+        const LY_ERR rc =
+            lyd_new_path(nullptr, ctx, (stream + "/description").c_str(),
+                         "NETCONF events: configuration changes and sessions (RFC 6470)", 0, &first);
+        Tree streams{first};
+        if (rc != LY_SUCCESS ||
+            lyd_new_path(streams.get(), ctx, (stream + "/" + l.replaySupport).c_str(), l.replaySupportValue,
+                         0, nullptr) != LY_SUCCESS ||
+            lyd_new_path(streams.get(), ctx, (stream + "/" + l.logCreationTime).c_str(), created.c_str(), 0,
                          nullptr) != LY_SUCCESS) {
-            lyd_free_all(streams);
             throw YangError(std::string("cannot build the notification streams of ") + l.module, ctx);
         }
-        if (lyd_insert_sibling(state.get(), streams, nullptr) != LY_SUCCESS) {
-            lyd_free_all(streams);
-            throw YangError("cannot assemble state data", ctx);
-        }
+        adopt(std::move(streams), l.module);
     }
 
     // ietf-yang-library: the same content-id as the yang-library capability of the <hello>
-    lyd_node* yanglib = nullptr;
-    if (ly_ctx_get_yanglib_data(ctx, &yanglib, "%u", ly_ctx_get_change_count(ctx)) != LY_SUCCESS) {
-        throw YangError("cannot build ietf-yang-library data", ctx);
-    }
-    Tree lib{yanglib};
-    // RFC 8525 (yang-library 1.1): the datastores, all with the one schema libyang lists (NMDA,
-    // RFC 8342: intended and operational are running as applied, see ops_nmda.cpp).
-    for (const char* name : {"running", "candidate", "startup", "intended", "operational"}) {
-        const std::string path =
-            std::string("/ietf-yang-library:yang-library/datastore[name='ietf-datastores:") + name +
-            "']/schema";
-        if (lyd_new_path(lib.get(), ctx, path.c_str(), "complete", 0, nullptr) != LY_SUCCESS) {
-            throw YangError("cannot list the datastores in ietf-yang-library", ctx);
+    if (wanted("ietf-yang-library", "yang-library") || wanted("ietf-yang-library", "modules-state")) {
+        lyd_node* yanglib = nullptr;
+        if (ly_ctx_get_yanglib_data(ctx, &yanglib, "%u", ly_ctx_get_change_count(ctx)) != LY_SUCCESS) {
+            throw YangError("cannot build ietf-yang-library data", ctx);
         }
-    }
-    if (lyd_insert_sibling(state.get(), lib.release(), nullptr) != LY_SUCCESS) {
-        throw YangError("cannot assemble state data", ctx);
+        Tree lib{yanglib};
+        // RFC 8525 (yang-library 1.1): the datastores, all with the one schema libyang lists (NMDA,
+        // RFC 8342: intended and operational are running as applied, see ops_nmda.cpp).
+        for (const char* name : {"running", "candidate", "startup", "intended", "operational"}) {
+            const std::string path =
+                std::string("/ietf-yang-library:yang-library/datastore[name='ietf-datastores:") + name +
+                "']/schema";
+            if (lyd_new_path(lib.get(), ctx, path.c_str(), "complete", 0, nullptr) != LY_SUCCESS) {
+                throw YangError("cannot list the datastores in ietf-yang-library", ctx);
+            }
+        }
+        adopt(std::move(lib), "ietf-yang-library");
     }
     // NACM counters (RFC 8341): <get> merges them with running's /nacm.
-    Tree counters = nacm_->counters().state(ctx);
-    if (lyd_insert_sibling(state.get(), counters.release(), nullptr) != LY_SUCCESS) {
-        throw YangError("cannot assemble state data", ctx);
+    if (wanted("ietf-netconf-acm", "nacm")) {
+        adopt(nacm_->counters().state(ctx), "NACM counters");
     }
     // The commit history (ncstore-commits)
-    if (Tree commits = commitsState(ctx, history_->entries())) {
-        if (lyd_insert_sibling(state.get(), commits.release(), nullptr) != LY_SUCCESS) {
-            throw YangError("cannot assemble state data", ctx);
-        }
+    if (wanted("ncstore-commits", "commits")) {
+        adopt(commitsState(ctx, history_->entries()), "the commit history");
+    }
+    if (!state) {
+        return state;
     }
     lyd_node* first = state.release();
     return Tree{lyd_first_sibling(first)};

@@ -570,3 +570,33 @@ TEST_F(FilterTest, SelectedPathsAreGivenOnlyForFiltersThatSelectWholeSubtrees) {
                        "\" type=\"xpath\" select=\"/if:interfaces/if:interface[if:name='a']\"/>"));
     EXPECT_FALSE(paths("<filter xmlns:if=\"" + ifNs + "\" type=\"xpath\" select=\"//if:interface\"/>"));
 }
+
+TEST_F(FilterTest, TopLevelScopeNamesTheTopLevelNodesAFilterCanReach) {
+    using Steps = std::vector<std::pair<std::string, std::string>>;
+    auto scope = [&](const std::string& filterElement) -> std::optional<Steps> {
+        return withRpcFilter(filterElement, [](const lyd_node* f) -> std::optional<Steps> {
+            const auto got = filter::topLevelScope(f);
+            if (!got) {
+                return std::nullopt;
+            }
+            Steps out;
+            for (const auto& step : *got) {
+                out.emplace_back(step.module, step.name);
+            }
+            return out;
+        });
+    };
+    const std::string ifNs = "urn:ietf:params:xml:ns:yang:ietf-interfaces";
+    // Content matches below do not widen it; an element without namespace is of any module; an
+    // element of a namespace no module implements reaches nothing.
+    EXPECT_EQ(scope("<filter type=\"subtree\"><interfaces" + ns(ifNs.c_str()) +
+                    "><interface><name>eth0</name></interface></interfaces><netconf-state/>"
+                    "<x xmlns=\"urn:example:none\"/></filter>"),
+              (Steps{{"ietf-interfaces", "interfaces"}, {"", "netconf-state"}}));
+    EXPECT_EQ(scope("<filter type=\"subtree\"/>"), Steps{});
+    EXPECT_EQ(
+        scope("<filter xmlns:if=\"" + ifNs + "\" type=\"xpath\" select=\"/if:interfaces/if:interface\"/>"),
+        (Steps{{"ietf-interfaces", "interfaces"}}));
+    // An XPath that is not a plain path may reach anything.
+    EXPECT_FALSE(scope("<filter xmlns:if=\"" + ifNs + "\" type=\"xpath\" select=\"//if:interface\"/>"));
+}
