@@ -8,8 +8,12 @@ extern "C" {
 }
 
 #include <csignal>
+#include <filesystem>
 #include <mutex>
 #include <utility>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 namespace ncstore::dqlite {
 
@@ -20,6 +24,16 @@ void Node::Destroy::operator()(::dqlite_node* node) const noexcept {
 Node::Node(Options options) : options_(std::move(options)) {
     if (options_.id == 0) {
         throw NodeError("dqlite node: id 0 is reserved (ids start at 1, node 1 bootstraps)");
+    }
+    // dqlite 1.11 leaks what it had set up when a node fails before it ever ran (LeakSanitizer:
+    // raft_init, raft_uv_init, uv_loop_init, fsm__init, after a failed create or a failed bind),
+    // and says less than we can: check the directory and the address first.
+    checkAddress();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(options_.dataDir, ec)) {
+        throw NodeError("dqlite node " + std::to_string(options_.id) + ": data directory " +
+                        options_.dataDir.string() + " is not a directory" +
+                        (ec ? ": " + ec.message() : std::string()));
     }
     ::dqlite_node* raw = nullptr;
     const int rc =
@@ -37,6 +51,27 @@ Node::Node(Options options) : options_(std::move(options)) {
         if (const int set = ::dqlite_node_set_network_latency_ms(node_.get(), ms); set != 0) {
             fail("dqlite_node_set_network_latency_ms", set);
         }
+    }
+}
+
+void Node::checkAddress() const {
+    // What dqlite_node_set_bind_address accepts for TCP: a numeric IPv4 address or a bracketed
+    // IPv6 one, and a port.
+    const std::string& a = options_.address;
+    const auto colon = a.rfind(':');
+    const std::string host = colon == std::string::npos ? "" : a.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : a.substr(colon + 1);
+    in_addr v4{};
+    in6_addr v6{};
+    const bool hostOk = host.size() > 2 && host.front() == '[' && host.back() == ']'
+                            ? ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &v6) == 1
+                            : ::inet_pton(AF_INET, host.c_str(), &v4) == 1;
+    const bool portOk = !port.empty() && port.size() <= 5 &&
+                        port.find_first_not_of("0123456789") == std::string::npos && std::stoul(port) >= 1 &&
+                        std::stoul(port) <= 65535;
+    if (!hostOk || !portOk) {
+        throw NodeError("dqlite node " + std::to_string(options_.id) + ": address '" + a +
+                        "' is not a numeric IPv4 or [IPv6] address with a port (what dqlite can bind)");
     }
 }
 

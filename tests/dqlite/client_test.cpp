@@ -231,12 +231,26 @@ TEST(Node, RestartKeepsTheReplicatedData) {
               (std::vector<std::vector<Value>>{{std::string("survives")}}));
 }
 
-TEST(Node, BadDataDirIsANodeErrorNamingTheNode) {
+TEST(Node, BadDataDirOrAddressIsANodeErrorNamingTheNode) {
     try {
         Node node({.id = 7, .address = test::freeAddress(), .dataDir = "/nonexistent/ncstore-dqlite"});
         node.start();
         FAIL() << "a node started on a missing data directory";
     } catch (const NodeError& e) {
         EXPECT_NE(std::string(e.what()).find("node 7"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/ncstore-dqlite"), std::string::npos) << e.what();
+    }
+    // Addresses dqlite cannot bind.
+    test::TempDir dir;
+    for (const char* bad :
+         {"256.0.0.1:9", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "localhost:9001", "[::1:9"}) {
+        try {
+            Node node({.id = 8, .address = bad, .dataDir = dir.path()});
+            node.start();
+            ADD_FAILURE() << "a node started on " << bad;
+        } catch (const NodeError& e) {
+            EXPECT_NE(std::string(e.what()).find("node 8"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+        }
     }
 }
