@@ -216,6 +216,9 @@ public:
         return readLittle(data_ + pos_, 8);
     }
     std::string text() {
+        if (left() == 0) {
+            conn_.fail(Error::Kind::Protocol, "reply ends where a text was expected", what_);
+        }
         const auto* start = data_ + pos_;
         const auto* nul = static_cast<const std::uint8_t*>(std::memchr(start, 0, left()));
         if (nul == nullptr) {

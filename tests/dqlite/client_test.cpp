@@ -254,3 +254,31 @@ TEST(Node, BadDataDirOrAddressIsANodeErrorNamingTheNode) {
         }
     }
 }
+
+TEST_F(OneNode, DateTimeAndBooleanColumnsComeBackAsIntegerOrText) {
+    // dqlite types these columns by their declared type (UNIXTIME, ISO8601, BOOLEAN on the wire).
+    conn->exec(db, "CREATE TABLE d (at DATETIME, ok BOOLEAN, stamp TIMESTAMP)");
+    conn->exec(db, "INSERT INTO d VALUES (?, ?, ?)",
+               {std::string("2026-12-03 14:10:00"), std::int64_t{1}, std::int64_t{1796306400}});
+    const Rows rows = conn->query(db, "SELECT at, ok, stamp FROM d");
+    ASSERT_EQ(rows.rows.size(), 1u);
+    EXPECT_EQ(rows.rows[0], (std::vector<Value>{std::string("2026-12-03 14:10:00"), std::int64_t{1},
+                                                std::int64_t{1796306400}}));
+}
+
+TEST(Node, NodeNotYetJoinedKnowsNoLeader) {
+    test::TempDir dir;
+    const std::string address = test::freeAddress();
+    Node node({.id = 2, .address = address, .dataDir = dir.path(), .networkLatency = 10ms});
+    node.start();
+    Connection conn = Connection::connect(address);
+    EXPECT_FALSE(conn.leader().has_value());
+    Cluster cluster({address});
+    try {
+        (void)cluster.leader(300ms);
+        FAIL() << "a node outside any cluster was taken for a leader";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), Error::Kind::Timeout) << e.what();
+        EXPECT_NE(std::string(e.what()).find("knows no leader"), std::string::npos) << e.what();
+    }
+}
