@@ -308,7 +308,7 @@ Connection Connection::connect(const std::string& address, const ConnectOptions&
     const auto [host, port] = splitAddress(address);
 
     addrinfo hints{};
-    hints.ai_family = AF_INET;
+    hints.ai_family = AF_INET; // dqlite 1.11 binds IPv4 only (an [IPv6] bind address is refused)
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
     if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {

@@ -243,7 +243,7 @@ TEST(Node, BadDataDirOrAddressIsANodeErrorNamingTheNode) {
     // Addresses dqlite cannot bind.
     test::TempDir dir;
     for (const char* bad :
-         {"256.0.0.1:9", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "localhost:9001", "[::1:9"}) {
+         {"256.0.0.1:9", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "localhost:9001", "[::1]:9001"}) {
         try {
             Node node({.id = 8, .address = bad, .dataDir = dir.path()});
             node.start();

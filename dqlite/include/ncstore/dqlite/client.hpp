@@ -126,9 +126,9 @@ struct ConnectOptions {
 /// One TCP connection to one node, handshake done. Move-only; the destructor closes the socket.
 class Connection {
 public:
-    /// Connects to "host:port" (IPv4), sends the protocol version, and registers as a client
-    /// (CLIENT → WELCOME). Throws Error (Network, Timeout, Protocol, ...). A host name is resolved
-    /// by getaddrinfo, which the deadline does not bound: give numeric addresses where it matters.
+    /// Connects to "host:port" (IPv4, as dqlite 1.11 serves), sends the protocol version, and registers as a
+    /// client (CLIENT → WELCOME). Throws Error (Network, Timeout, Protocol, ...). A host name is resolved by
+    /// getaddrinfo, which the deadline does not bound: give numeric addresses where it matters.
     static Connection connect(const std::string& address, const ConnectOptions& options = {});
 
     Connection(Connection&& other) noexcept;

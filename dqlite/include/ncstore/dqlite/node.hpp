@@ -38,7 +38,8 @@ class Node {
 public:
     struct Options {
         std::uint64_t id = 1;
-        /// "a.b.c.d:port" or "[v6]:port" that clients and the other nodes use; also the address bound.
+        /// "a.b.c.d:port" (IPv4: dqlite 1.11 binds nothing else) that clients and the other nodes use; also
+        /// the address bound.
         std::string address;
         /// Raft log and snapshots; must exist.
         std::filesystem::path dataDir;
