@@ -503,8 +503,8 @@ std::uint32_t Connection::open(const std::string& name) {
     }
     Body body;
     body.text(name);
-    body.u64(0);
-    body.text("volatile"); // ignored by dqlite 1.11, which always uses its replicated VFS
+    body.u64(0);   // flags
+    body.text(""); // VFS name: empty, as dqlite's own gateway tests send (the node uses its replicated VFS)
     const Reply reply = roundTrip(kReqOpen, body.bytes(), "OPEN");
     if (reply.type != kRespDb) {
         failFromReply(reply, "OPEN");
