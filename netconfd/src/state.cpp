@@ -108,9 +108,9 @@ std::string quoted(const std::string& v) {
 
 Tree Server::stateData(const lyd_node* filterNode) const {
     const ly_ctx* ctx = ctx_.get();
-    // Built for every read of state data that a filter narrows (a get-data of operational's
-    // /interfaces): the commit history and the module lists alone took more time than the rest
-    // of the read, for nothing the filter could select.
+    // Built for every read of state data, even one whose filter selects none of it (a get-data
+    // of operational's /interfaces): with the commit history full, building it all cost such a
+    // read of 16384 interfaces 3-5 ms (of ~55).
     const auto scope = filter::topLevelScope(filterNode);
     auto wanted = [&](std::string_view module, std::string_view name) {
         return !scope || std::any_of(scope->begin(), scope->end(), [&](const filter::SelectedStep& s) {
