@@ -282,3 +282,26 @@ TEST(Node, NodeNotYetJoinedKnowsNoLeader) {
         EXPECT_NE(std::string(e.what()).find("knows no leader"), std::string::npos) << e.what();
     }
 }
+
+TEST_F(OneNode, ExecAndQueryKeepToTheirKindOfStatement) {
+    // dqlite 1.11's behaviour as the header states it; a dqlite upgrade that changes it fails here.
+    conn->exec(db, "CREATE TABLE x (v)");
+    const Error select = expectError([&] { conn->exec(db, "SELECT 1"); });
+    EXPECT_EQ(select.code(), 100u) << select.what(); // SQLITE_ROW
+    EXPECT_NO_THROW(conn->exec(db, "SELECT 1 WHERE 0"));
+    const Error insert = expectError([&] { (void)conn->query(db, "INSERT INTO x VALUES (9)"); });
+    EXPECT_EQ(insert.code(), 1u) << insert.what();
+    EXPECT_EQ(conn->query(db, "SELECT count(*) FROM x").rows.at(0).at(0), Value{std::int64_t{0}});
+    // Parameters bind to the first of several statements only.
+    conn->exec(db, "INSERT INTO x VALUES (?); INSERT INTO x VALUES (?)", {std::int64_t{1}});
+    EXPECT_EQ(conn->query(db, "SELECT v FROM x ORDER BY rowid").rows,
+              (std::vector<std::vector<Value>>{{std::int64_t{1}}, {nullptr}}));
+    const Error range = expectError([&] {
+        conn->exec(db, "INSERT INTO x VALUES (?); INSERT INTO x VALUES (?)",
+                   {std::int64_t{2}, std::int64_t{3}});
+    });
+    EXPECT_EQ(range.code(), 25u) << range.what(); // SQLITE_RANGE
+    EXPECT_EQ(conn->query(db, "SELECT 1; SELECT 2").rows,
+              (std::vector<std::vector<Value>>{{std::int64_t{1}}}));
+    EXPECT_TRUE(conn->usable());
+}

@@ -149,12 +149,14 @@ public:
     /// (so that work retried by Cluster::run can open unconditionally), another name is refused by
     /// the node (Kind::Server, code 5, SQLITE_BUSY).
     [[nodiscard]] std::uint32_t open(const std::string& name);
-    /// EXEC_SQL: runs `sql`; several statements separated by ';' run in order, as one request
-    /// (how dqlite binds parameters across several statements is not pinned down here: give
-    /// parameters to single statements). Leader only.
+    /// EXEC_SQL: runs `sql`, a statement that returns no row (a SELECT that yields one fails with
+    /// code 100, SQLITE_ROW). Several statements separated by ';' run in order as one request, but
+    /// dqlite 1.11 binds the parameters to the first one only: later '?' are NULL, and more
+    /// parameters than the first takes fail with code 25, SQLITE_RANGE. Leader only.
     ExecResult exec(std::uint32_t db, std::string_view sql, const std::vector<Value>& params = {});
     /// QUERY_SQL: all rows of `sql`, every part of a multi-part result read, all within one request
-    /// timeout.
+    /// timeout. Only the first statement of several is run; a statement without result columns
+    /// (INSERT) is refused unexecuted with code 1. Leader only.
     [[nodiscard]] Rows query(std::uint32_t db, std::string_view sql, const std::vector<Value>& params = {});
     /// CLUSTER (format 1): every node with its id, address and role.
     [[nodiscard]] std::vector<NodeInfo> cluster();
