@@ -94,6 +94,14 @@ TEST_F(ThreeNodes, JoinByAddThenAssignListsThreeVoters) {
     ASSERT_TRUE(named.has_value());
     EXPECT_EQ(named->id, 1u);
     EXPECT_EQ(named->address, addresses[0]);
+    // A follower lists the configuration too, once the log has reached it.
+    std::vector<NodeInfo> seen;
+    for (const auto until = Clock::now() + 3s; Clock::now() < until; std::this_thread::sleep_for(20ms)) {
+        if ((seen = follower.cluster()) == all) {
+            break;
+        }
+    }
+    EXPECT_EQ(seen, all);
     // Adding an id twice is refused by the leader with its reason.
     const Error dup = expectError([&] { leader.add(2, addresses[1]); });
     EXPECT_EQ(dup.kind(), Error::Kind::Server) << dup.what();
