@@ -113,16 +113,43 @@ std::string openEvent(const char* name) {
 
 } // namespace
 
+void appendDateAndTime(std::string& out, std::chrono::system_clock::time_point t) {
+    // Calendar arithmetic of <chrono>: glibc's gmtime_r takes the time zone lock, which 50
+    // sessions' threads formatting notifications at once queued on (perf: 1.6% of the server).
+    using namespace std::chrono;
+    const auto us = floor<microseconds>(t);
+    const auto day = floor<days>(us);
+    const year_month_day date{day};
+    const hh_mm_ss time{us - day};
+    char buf[27];
+    auto digits = [&buf](std::size_t at, long long value, int width) {
+        for (int i = width - 1; i >= 0; --i) {
+            buf[at + static_cast<std::size_t>(i)] = static_cast<char>('0' + value % 10);
+            value /= 10;
+        }
+    };
+    // system_clock counts nanoseconds in 64 bits: years 1677 to 2262, four digits.
+    digits(0, static_cast<int>(date.year()), 4);
+    buf[4] = '-';
+    digits(5, static_cast<unsigned>(date.month()), 2);
+    buf[7] = '-';
+    digits(8, static_cast<unsigned>(date.day()), 2);
+    buf[10] = 'T';
+    digits(11, time.hours().count(), 2);
+    buf[13] = ':';
+    digits(14, time.minutes().count(), 2);
+    buf[16] = ':';
+    digits(17, time.seconds().count(), 2);
+    buf[19] = '.';
+    digits(20, time.subseconds().count(), 6);
+    buf[26] = 'Z';
+    out.append(buf, sizeof buf);
+}
+
 std::string dateAndTime(std::chrono::system_clock::time_point t) {
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-    const std::time_t secs = static_cast<std::time_t>(micros / 1000000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[48];
-    const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                                static_cast<long long>(micros % 1000000));
-    return std::string(buf, static_cast<std::size_t>(n));
+    std::string out;
+    appendDateAndTime(out, t);
+    return out;
 }
 
 std::optional<std::chrono::system_clock::time_point> parseDateAndTime(std::string_view text) {
@@ -364,16 +391,21 @@ std::optional<EventType> eventType(std::string_view content) {
     return std::nullopt;
 }
 
-std::string notificationMessage(std::chrono::system_clock::time_point eventTime, std::string_view content) {
-    std::string out;
-    out.reserve(content.size() + 128);
+void appendNotificationMessage(std::string& out, std::chrono::system_clock::time_point eventTime,
+                               std::string_view content) {
+    out.reserve(out.size() + content.size() + 128);
     out += "<notification xmlns=\"";
     out += kNotificationNs;
     out += "\"><eventTime>";
-    out += dateAndTime(eventTime);
+    appendDateAndTime(out, eventTime);
     out += "</eventTime>";
     out.append(content);
     out += "</notification>";
+}
+
+std::string notificationMessage(std::chrono::system_clock::time_point eventTime, std::string_view content) {
+    std::string out;
+    appendNotificationMessage(out, eventTime, content);
     return out;
 }
 

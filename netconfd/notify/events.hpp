@@ -30,6 +30,9 @@ inline constexpr const char* kBaseNotificationsNs = "urn:ietf:params:xml:ns:yang
 
 /// RFC 3339 date-and-time in UTC with microseconds ("2026-12-01T06:40:00.123456Z").
 std::string dateAndTime(std::chrono::system_clock::time_point t);
+/// dateAndTime(t), appended to `out`: no allocation of its own, no lock (every notification sent
+/// to every subscriber carries one).
+void appendDateAndTime(std::string& out, std::chrono::system_clock::time_point t);
 /// The inverse; nullopt when `text` is not a yang:date-and-time.
 std::optional<std::chrono::system_clock::time_point> parseDateAndTime(std::string_view text);
 
@@ -93,5 +96,8 @@ std::optional<EventType> eventType(std::string_view content);
 
 /// The whole <notification> message (RFC 5277 section 4) around `content`.
 std::string notificationMessage(std::chrono::system_clock::time_point eventTime, std::string_view content);
+/// notificationMessage(), appended to `out`.
+void appendNotificationMessage(std::string& out, std::chrono::system_clock::time_point eventTime,
+                               std::string_view content);
 
 } // namespace ncstore::netconfd::notify

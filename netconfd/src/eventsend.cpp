@@ -121,9 +121,10 @@ std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const na
 
 /// Appends one framed <notification> to `out`.
 void Outbox::add(std::chrono::system_clock::time_point eventTime, const std::string& content) {
-    std::string message(transport::kHeaderRoom, ' ');
-    message += notify::notificationMessage(eventTime, content);
-    out_ += transport::frameInPlace(message,
+    // Made in a buffer kept from one notification to the next: no allocation per notification.
+    scratch_.assign(transport::kHeaderRoom, ' ');
+    notify::appendNotificationMessage(scratch_, eventTime, content);
+    out_ += transport::frameInPlace(scratch_,
                                     base11_ ? transport::Framing::Chunked : transport::Framing::EndOfMessage);
     ++sent_;
     if (out_.size() >= kWriteBatch) {

@@ -46,6 +46,7 @@ private:
     transport::SshConnection& conn_;
     const bool base11_;
     std::string out_;
+    std::string scratch_;
     std::uint64_t sent_ = 0;
     bool ok_ = true;
 };

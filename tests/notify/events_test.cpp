@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <ctime>
+#include <vector>
+
 using namespace ncstore;
 using namespace ncstore::netconfd::notify;
 
@@ -115,6 +119,34 @@ TEST(Events, SessionEventsCarryWhoAndWhy) {
         "<killed-by>3</killed-by><termination-reason>killed</termination-reason></netconf-session-end>");
     EXPECT_EQ(sessionEnd({5, "bob", "::1"}, "closed", 0).find("killed-by"), std::string::npos);
     EXPECT_NE(sessionStart({5, "bob", "127.0.0.1"}).find("<session-id>5</session-id>"), std::string::npos);
+}
+
+TEST(Events, DateAndTimeWritesWhatGmtimeSays) {
+    // Before 1970, leap days, the last microsecond of a day and of a year, the clock's ends.
+    using std::chrono::microseconds;
+    const long long day = 86400LL * 1000000;
+    std::vector<long long> us = {0,
+                                 -1,
+                                 -day,
+                                 951782400LL * 1000000 - 1,
+                                 951782400LL * 1000000,
+                                 4102444800LL * 1000000 - 1,
+                                 1764577200123456};
+    for (long long x = -9000000000000000LL; x < 9000000000000000LL; x += 123456789012345LL) {
+        us.push_back(x);
+    }
+    for (const long long u : us) {
+        SCOPED_TRACE(u);
+        const auto t = std::chrono::system_clock::time_point(microseconds(u));
+        const long long secs = u >= 0 ? u / 1000000 : -((-u + 999999) / 1000000);
+        const std::time_t tt = static_cast<std::time_t>(secs);
+        std::tm tm{};
+        ASSERT_TRUE(gmtime_r(&tt, &tm));
+        char want[48];
+        std::snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, u - secs * 1000000);
+        EXPECT_EQ(dateAndTime(t), want);
+    }
 }
 
 TEST(Events, DateAndTimeRoundTrips) {
