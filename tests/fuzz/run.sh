@@ -84,7 +84,8 @@ long)
         # could land before setsid and nice the caller's group instead (seen: the caller's
         # benchmarks at nice 19, the fuzzers at 0).
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=0 \
-            nice -n 19 setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' fuzz \
+            nice -n 19 setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null
+                chrt --idle 0 true 2>/dev/null && exec chrt --idle 0 "$@"; exec "$@"' fuzz \
             "$binary" "${common[@]}" -runs="$share" -timeout=30 -rss_limit_mb=4096 \
             "$corpus" "$seeds" >"$log-$job.log" 2>&1 &
         pids+=($!)
