@@ -1,5 +1,6 @@
 #include "support.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -67,9 +68,39 @@ TempDir::~TempDir() {
     std::filesystem::remove_all(path_, ec);
 }
 
+std::string findExecutable(const std::string& name) {
+    if (name.find('/') != std::string::npos) {
+        return name;
+    }
+    const char* env = std::getenv("PATH");
+    std::string dirs = std::string(env ? env : "") + ":/usr/sbin:/sbin";
+    for (std::size_t start = 0; start <= dirs.size();) {
+        const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+        const std::string candidate = dirs.substr(start, end - start) + "/" + name;
+        if (end > start && ::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+        start = end + 1;
+    }
+    throw std::runtime_error("no executable " + name + " in PATH, /usr/sbin or /sbin");
+}
+
 ChildNode::ChildNode(std::uint64_t id, std::string address, const std::filesystem::path& dataDir,
-                     std::chrono::milliseconds latency)
+                     std::chrono::milliseconds latency, std::vector<std::string> launcher)
     : id_(id), address_(std::move(address)) {
+    const std::string idText = std::to_string(id), dirText = dataDir.string(),
+                      latencyText = std::to_string(latency.count());
+    std::vector<std::string> words = std::move(launcher);
+    for (const std::string& w : {std::string(kNodeRunner), idText, address_, dirText, latencyText}) {
+        words.push_back(w);
+    }
+    const std::string program = findExecutable(words.front());
+    std::vector<const char*> argv;
+    for (const std::string& w : words) {
+        argv.push_back(w.c_str());
+    }
+    argv.push_back(nullptr);
+
     std::array<int, 2> in{}, out{};
     if (::pipe2(in.data(), O_CLOEXEC) != 0 || ::pipe2(out.data(), O_CLOEXEC) != 0) {
         sysFail("pipe2");
@@ -78,12 +109,8 @@ ChildNode::ChildNode(std::uint64_t id, std::string address, const std::filesyste
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    const std::string idText = std::to_string(id), dirText = dataDir.string(),
-                      latencyText = std::to_string(latency.count());
-    const char* argv[] = {NCSTORE_DQLITE_NODE, idText.c_str(),      address_.c_str(),
-                          dirText.c_str(),     latencyText.c_str(), nullptr};
     const int rc =
-        ::posix_spawn(&pid_, NCSTORE_DQLITE_NODE, &actions, nullptr, const_cast<char**>(argv), environ);
+        ::posix_spawn(&pid_, program.c_str(), &actions, nullptr, const_cast<char**>(argv.data()), environ);
     posix_spawn_file_actions_destroy(&actions);
     ::close(in[0]);
     ::close(out[1]);
@@ -91,7 +118,7 @@ ChildNode::ChildNode(std::uint64_t id, std::string address, const std::filesyste
     if (rc != 0) {
         pid_ = -1;
         ::close(out[0]);
-        throw std::system_error(rc, std::generic_category(), "posix_spawn " NCSTORE_DQLITE_NODE);
+        throw std::system_error(rc, std::generic_category(), "posix_spawn " + program);
     }
     // Wait for "ready" (the node serves) for at most 10 s.
     std::string got;

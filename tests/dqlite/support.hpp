@@ -16,6 +16,13 @@
 
 namespace ncstore::dqlite::test {
 
+/// The node runner (ncstore-dqlite-node) built with these tests.
+inline constexpr const char* kNodeRunner = NCSTORE_DQLITE_NODE;
+
+/// An executable's full path: `name` itself when it has a '/', else the first match in PATH, then
+/// /usr/sbin and /sbin (where Debian puts ip(8), often outside a user's PATH). Throws when none.
+std::string findExecutable(const std::string& name);
+
 /// "127.0.0.1:PORT" with a port the kernel just handed out (bound, then released).
 std::string freeAddress();
 
@@ -34,10 +41,13 @@ private:
 
 /// A dqlite node in a child process (ncstore-dqlite-node). The constructor returns once the node
 /// serves; kill() sends SIGKILL; the destructor stops it cleanly (closing its stdin), or kills it.
+/// `launcher`, when given, is a command that runs the node's command line in place (it must exec,
+/// not fork, so that kill() reaches the node): {"ip", "netns", "exec", NAME} starts the node in a
+/// network namespace (tests/ha). Its first word is looked up in PATH, then /usr/sbin and /sbin.
 class ChildNode {
 public:
     ChildNode(std::uint64_t id, std::string address, const std::filesystem::path& dataDir,
-              std::chrono::milliseconds latency);
+              std::chrono::milliseconds latency, std::vector<std::string> launcher = {});
     ChildNode(const ChildNode&) = delete;
     ChildNode& operator=(const ChildNode&) = delete;
     ~ChildNode();
