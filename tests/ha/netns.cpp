@@ -187,7 +187,13 @@ void Network::build(std::size_t nodes) {
     for (const auto& link : linkNames()) {
         if (!pidAlive(pidOf(link))) {
             std::cerr << "ha: removing link " << link << " left by a dead run\n";
-            runCommand({"ip", "link", "del", link});
+            try {
+                runCommand({"ip", "link", "del", link});
+            } catch (const CommandError& e) {
+                // The kernel destroys a deleted namespace, and the veths in it, asynchronously: a
+                // veth listed a moment ago may be gone already.
+                std::cerr << "ha: " << e.what() << "\n";
+            }
         }
     }
 
