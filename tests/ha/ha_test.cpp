@@ -223,19 +223,19 @@ TEST_F(HaCluster, PartitionedLeaderAcknowledgesNothingAndCatchesUpAfterTheLinkRe
 
     // The old leader can only be reached from inside its own namespace now. Keep sending it writes
     // of fresh keys (from 100000) while it is cut off: not one may be acknowledged.
-    std::atomic<bool> stop{false};
     std::atomic<int> probeAcks{0};
     std::vector<std::int64_t> probeKeys;
     std::multiset<std::string> probeErrors;
     std::string probeFailure;
     std::optional<Millis> oldSteppedDown;
-    std::thread probe([&] {
+    // A jthread: an ASSERT that returns early still stops and joins it.
+    std::jthread probe([&](std::stop_token stop) {
         try {
             net->inNamespace(old, [&] {
                 ConnectOptions o = quick().connect;
                 o.requestTimeout = 2s;
                 std::optional<Connection> c;
-                for (std::int64_t k = 100000; !stop; ++k) {
+                for (std::int64_t k = 100000; !stop.stop_requested(); ++k) {
                     try {
                         if (!c || !c->usable()) {
                             c.emplace(Connection::connect(addresses[old], o));
@@ -311,7 +311,7 @@ TEST_F(HaCluster, PartitionedLeaderAcknowledgesNothingAndCatchesUpAfterTheLinkRe
     while (since(cutAt) < 3s) {
         std::this_thread::sleep_for(50ms);
     }
-    stop = true;
+    probe.request_stop();
     probe.join();
     net->restore(old);
     const auto restoredAt = Clock::now();
@@ -391,7 +391,7 @@ TEST_F(HaCluster, LeaderKilledUnderConcurrentWritersKeepsEveryAcknowledgedRow) {
 
     std::map<std::string, int> errors;    // kinds of the failed writes, for the report
     std::vector<int> goneOn(kWriters, 0); // acknowledgements from the new leader, per writer
-    std::vector<std::thread> writers;
+    std::vector<std::jthread> writers;    // joined on an early return too
     for (int w = 0; w < kWriters; ++w) {
         writers.emplace_back([&, w] {
             Cluster c(addresses, quick());
@@ -442,7 +442,8 @@ TEST_F(HaCluster, LeaderKilledUnderConcurrentWritersKeepsEveryAcknowledgedRow) {
             }
         });
     }
-    while (acks.load() < 150) {
+    // Bounded: writers that never get going end at their own deadline, and the checks below fail.
+    for (const auto t0 = Clock::now(); acks.load() < 150 && since(t0) < 20s;) {
         std::this_thread::sleep_for(1ms);
     }
     nodes[indexOf(oldLeader)]->kill();
