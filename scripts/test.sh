@@ -48,6 +48,8 @@ stage_normal() {
     # CI=true: data outside the repository missing, see README.md).
     grep -ho 'needs .*: set NCSTORE_SHARED_DIR.*' build/Testing/Temporary/LastTest.log 2>/dev/null \
         | sort -u | sed 's/^/missing shared data: /' || true
+    grep -ho 'ha: network namespaces need root.*\|ha: cannot create a network namespace.*' \
+        build/Testing/Temporary/LastTest.log 2>/dev/null | sort -u | sed 's/^/skipped: /' || true
     return $status
 }
 
