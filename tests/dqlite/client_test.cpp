@@ -12,6 +12,7 @@
 #include <optional>
 
 using namespace ncstore::dqlite;
+using ncstore::dqlite::test::expectError;
 using namespace std::chrono_literals;
 
 namespace {
@@ -36,16 +37,6 @@ protected:
     std::optional<Connection> conn;
     std::uint32_t db = 0;
 };
-
-Error expectError(const std::function<void()>& call) {
-    try {
-        call();
-    } catch (const Error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "no dqlite::Error thrown";
-    return Error(Error::Kind::Server, 0, "none", "none");
-}
 
 } // namespace
 

@@ -15,6 +15,7 @@
 #include <set>
 
 using namespace ncstore::dqlite;
+using ncstore::dqlite::test::expectError;
 using namespace std::chrono_literals;
 
 namespace {
@@ -59,16 +60,6 @@ protected:
     std::optional<Cluster> cluster;
 };
 
-Error expectError(const std::function<void()>& call) {
-    try {
-        call();
-    } catch (const Error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "no dqlite::Error thrown";
-    return Error(Error::Kind::Server, 0, "none", "none");
-}
-
 } // namespace
 
 TEST_F(ThreeNodes, JoinByAddThenAssignListsThreeVoters) {
@@ -88,9 +79,15 @@ TEST_F(ThreeNodes, JoinByAddThenAssignListsThreeVoters) {
     const std::vector<NodeInfo> all{
         {1, addresses[0], Role::Voter}, {2, addresses[1], Role::Voter}, {3, addresses[2], Role::Voter}};
     EXPECT_EQ(leader.cluster(), all);
-    // A follower names the same leader.
+    // A follower names the same leader, once a heartbeat has reached it (node 3 has just joined:
+    // seen once to answer "no leader" right after the ASSIGN).
     Connection follower = Connection::connect(addresses[2]);
-    const std::optional<NodeInfo> named = follower.leader();
+    std::optional<NodeInfo> named;
+    for (const auto until = Clock::now() + 3s; Clock::now() < until; std::this_thread::sleep_for(20ms)) {
+        if ((named = follower.leader())) {
+            break;
+        }
+    }
     ASSERT_TRUE(named.has_value());
     EXPECT_EQ(named->id, 1u);
     EXPECT_EQ(named->address, addresses[0]);

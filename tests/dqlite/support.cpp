@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -263,6 +265,16 @@ bool handshake(int fd) {
     put64(welcome, 15000);
     writeAll(fd, welcome);
     return true;
+}
+
+Error expectError(const std::function<void()>& call) {
+    try {
+        call();
+    } catch (const Error& e) {
+        return e;
+    }
+    ADD_FAILURE() << "no dqlite::Error thrown";
+    return Error(Error::Kind::Server, 0, "none", "none");
 }
 
 } // namespace ncstore::dqlite::test

@@ -23,6 +23,9 @@ inline constexpr const char* kNodeRunner = NCSTORE_DQLITE_NODE;
 /// /usr/sbin and /sbin (where Debian puts ip(8), often outside a user's PATH). Throws when none.
 std::string findExecutable(const std::string& name);
 
+/// The dqlite::Error `call` throws; a test failure (and a placeholder error) when it throws none.
+Error expectError(const std::function<void()>& call);
+
 /// "127.0.0.1:PORT" with a port the kernel just handed out (bound, then released).
 std::string freeAddress();
 
