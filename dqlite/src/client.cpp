@@ -369,6 +369,18 @@ Connection Connection::connect(const std::string& address, const ConnectOptions&
     return conn;
 }
 
+void Connection::waitUntilReady(short events, Clock::time_point deadline, const char* timeoutDetail,
+                                const char* what) {
+    pollfd p{fd_, events, 0};
+    const int rc = ::poll(&p, 1, millisLeft(deadline));
+    if (rc < 0 && errno != EINTR) {
+        fail(Error::Kind::ConnectionClosed, std::string("poll: ") + std::strerror(errno), what);
+    }
+    if (rc == 0) {
+        fail(Error::Kind::Timeout, timeoutDetail, what);
+    }
+}
+
 void Connection::sendAll(const std::uint8_t* data, std::size_t size, Clock::time_point deadline,
                          const char* what) {
     while (size > 0) {
@@ -382,14 +394,7 @@ void Connection::sendAll(const std::uint8_t* data, std::size_t size, Clock::time
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            pollfd p{fd_, POLLOUT, 0};
-            const int rc = ::poll(&p, 1, millisLeft(deadline));
-            if (rc < 0 && errno != EINTR) {
-                fail(Error::Kind::ConnectionClosed, std::string("poll: ") + std::strerror(errno), what);
-            }
-            if (rc == 0) {
-                fail(Error::Kind::Timeout, "could not send within the deadline", what);
-            }
+            waitUntilReady(POLLOUT, deadline, "could not send within the deadline", what);
             continue;
         }
         fail(Error::Kind::ConnectionClosed, std::string("send: ") + std::strerror(errno), what);
@@ -411,14 +416,7 @@ void Connection::recvAll(std::uint8_t* data, std::size_t size, Clock::time_point
             continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            pollfd p{fd_, POLLIN, 0};
-            const int rc = ::poll(&p, 1, millisLeft(deadline));
-            if (rc < 0 && errno != EINTR) {
-                fail(Error::Kind::ConnectionClosed, std::string("poll: ") + std::strerror(errno), what);
-            }
-            if (rc == 0) {
-                fail(Error::Kind::Timeout, "no complete reply within the deadline", what);
-            }
+            waitUntilReady(POLLIN, deadline, "no complete reply within the deadline", what);
             continue;
         }
         fail(Error::Kind::ConnectionClosed, std::string("recv: ") + std::strerror(errno), what);

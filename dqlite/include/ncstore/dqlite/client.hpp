@@ -176,6 +176,10 @@ private:
 
     Reply roundTrip(std::uint8_t type, const std::vector<std::uint8_t>& body, const char* what);
     Reply receive(Clock::time_point deadline, const char* what);
+    /// Waits for `events` (POLLIN/POLLOUT) on the socket; Timeout past `deadline` (EINTR: returns,
+    /// the caller tries again).
+    void waitUntilReady(short events, Clock::time_point deadline, const char* timeoutDetail,
+                        const char* what);
     void sendAll(const std::uint8_t* data, std::size_t size, Clock::time_point deadline, const char* what);
     void recvAll(std::uint8_t* data, std::size_t size, Clock::time_point deadline, const char* what);
     [[noreturn]] void fail(Error::Kind kind, const std::string& detail, const char* what);
