@@ -80,13 +80,15 @@ long)
         # With autogroup scheduling (Debian's kernels), nice only ranks processes of one session:
         # against a build started from another terminal the fuzzer would still take a whole
         # core. In a session of its own with its group at nice 19, it gets only what is left.
+        # -timeout is wall-clock time: at the lowest priority a worker can wait many seconds for a
+        # core while builds and tests run (a 13 ms input took 14 s), hence 300 s, not 30.
         # The worker sets its group itself, once in its session: written from here, the write
         # could land before setsid and nice the caller's group instead (seen: the caller's
         # benchmarks at nice 19, the fuzzers at 0).
         ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}malloc_context_size=0 \
             nice -n 19 setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null
                 chrt --idle 0 true 2>/dev/null && exec chrt --idle 0 "$@"; exec "$@"' fuzz \
-            "$binary" "${common[@]}" -runs="$share" -timeout=30 -rss_limit_mb=4096 \
+            "$binary" "${common[@]}" -runs="$share" -timeout=300 -rss_limit_mb=4096 \
             "$corpus" "$seeds" >"$log-$job.log" 2>&1 &
         pids+=($!)
     done
