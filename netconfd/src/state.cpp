@@ -281,11 +281,7 @@ Tree Server::stateData(const lyd_node* filterNode) const {
     if (wanted("ncstore-commits", "commits")) {
         adopt(commitsState(ctx, history_->entries()), "the commit history");
     }
-    if (!state) {
-        return state;
-    }
-    lyd_node* first = state.release();
-    return Tree{lyd_first_sibling(first)};
+    return state; // adopt() keeps it at the first sibling
 }
 
 } // namespace ncstore::netconfd
