@@ -107,14 +107,17 @@ long)
     done
     execs=0
     rate=0
+    cov=
     for ((job = 1; job <= jobs; job++)); do
         n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log-$job.log" | tail -1)
         r=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log-$job.log" | tail -1)
         execs=$((execs + ${n:-0}))
         rate=$((rate + ${r:-0}))
+        # This run's logs only (a longer earlier run left more); -a: a log can hold stray bytes.
+        c=$(grep -aE '^#[0-9]+.*cov: ' "$log-$job.log" | tail -1 |
+            sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/cov \1, ft \2, corpus \3/')
+        cov=${c:-$cov}
     done
-    cov=$(grep -hE '^#[0-9]+.*cov: ' "$log"-*.log | tail -1 |
-        sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/cov \1, ft \2, corpus \3/')
     # exit 0: RUNS executions without a crash; anything else: see the logs and the artifacts
     echo "| $target | $start .. $(date -u +%FT%TZ) | $commit | $execs ($jobs jobs) | $rate |" \
         "${cov:-?} | exit $status |"
