@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,18 @@ constexpr int kMaxDepth = 7;
     fuzz::violated("fuzz_edit", what, detail);
 }
 
+/// The tree as the comparisons see it: every default tagged, so order, values and default flags
+/// all count. Empty non-presence containers are not printed: they carry no data, no reply shows
+/// them, and libyang drops or re-adds them while validating.
+std::string dump(const lyd_node* tree) {
+    return tree ? print(tree, LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_WD_ALL_TAG | LYD_PRINT_SHRINK)
+                : std::string();
+}
+
 struct Fixture {
     Context ctx;
     Tree base;                          ///< validated, with defaults: the store's tree
+    std::string baseDump;               ///< dump(base), printed once rather than per input
     std::vector<const lysc_node*> tops; ///< top-level configuration nodes edits start from
 };
 
@@ -88,6 +98,7 @@ const Fixture& fixture() {
             throw YangError("the example device does not validate", ctx);
         }
         out.base.reset(raw);
+        out.baseDump = dump(out.base.get());
         return out;
     }();
     return f;
@@ -271,14 +282,6 @@ private:
     std::string out_;
 };
 
-/// The tree as the comparisons see it: every default tagged, so order, values and default flags
-/// all count. Empty non-presence containers are not printed: they carry no data, no reply shows
-/// them, and libyang drops or re-adds them while validating.
-std::string dump(const lyd_node* tree) {
-    return tree ? print(tree, LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_WD_ALL_TAG | LYD_PRINT_SHRINK)
-                : std::string();
-}
-
 /// FUZZ_EDIT_TRACE=1: each edit and what became of it on stderr, to read a crash input.
 void trace(const std::string& what, const std::string& xml) {
     static const bool on = std::getenv("FUZZ_EDIT_TRACE") != nullptr;
@@ -362,9 +365,11 @@ void expectReadsBack(const ly_ctx* ctx, const lyd_node* tree) {
     }
 }
 
-/// One edit as the store makes it; true when it was kept.
+/// One edit as the store makes it; true when it was kept. `before` is dump(tree) when known:
+/// a refused edit leaves the tree as it was (that is checked), so its dump stays known and the
+/// next edit does not print the tree again.
 bool step(const ly_ctx* ctx, Tree& tree, const std::string& xml, DefaultOperation defaultOperation,
-          bool testOnly) {
+          bool testOnly, std::optional<std::string>& before) {
     trace(std::string("edit, default-operation ") + toString(defaultOperation) +
               (testOnly ? ", test-only" : ""),
           xml);
@@ -379,7 +384,9 @@ bool step(const ly_ctx* ctx, Tree& tree, const std::string& xml, DefaultOperatio
     if (!edit) {
         return false;
     }
-    const std::string before = dump(tree.get());
+    if (!before) {
+        before = dump(tree.get());
+    }
     UndoLog undo;
     Observer observer(ctx);
     lyd_node* raw = tree.release();
@@ -389,7 +396,7 @@ bool step(const ly_ctx* ctx, Tree& tree, const std::string& xml, DefaultOperatio
         trace("refused by the engine", e.what());
         undo.undo(&raw);
         tree.reset(raw);
-        expectRestored(tree.get(), before, xml, "undo after a refused edit did not restore the tree");
+        expectRestored(tree.get(), *before, xml, "undo after a refused edit did not restore the tree");
         return false;
     }
     lyd_node* diff = nullptr;
@@ -401,17 +408,18 @@ bool step(const ly_ctx* ctx, Tree& tree, const std::string& xml, DefaultOperatio
         ly_err_clean(const_cast<ly_ctx*>(ctx), nullptr);
         rollback(&raw, diff, undo);
         tree.reset(raw);
-        expectRestored(tree.get(), before, xml,
+        expectRestored(tree.get(), *before, xml,
                        "rollback after a failed validation did not restore the tree");
         return false;
     }
     if (testOnly) {
         rollback(&raw, diff, undo);
         tree.reset(raw);
-        expectRestored(tree.get(), before, xml, "rollback of a test-only edit did not restore the tree");
+        expectRestored(tree.get(), *before, xml, "rollback of a test-only edit did not restore the tree");
         return false;
     }
     tree.reset(raw);
+    before.reset();
     trace("accepted", dump(tree.get()));
     return true;
 }
@@ -435,11 +443,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Tree tree{copy};
     EditWriter writer(in);
     bool accepted = false;
+    std::optional<std::string> before = f.baseDump;
     for (std::size_t i = 0; i < kMaxEdits && in.remaining_bytes() > 0; ++i) {
         const auto defaultOperation = static_cast<DefaultOperation>(in.ConsumeIntegralInRange<int>(0, 2));
         const bool testOnly = in.ConsumeIntegralInRange<int>(0, 3) == 0;
         const std::string xml = writer.write(f.tops);
-        accepted = step(f.ctx.get(), tree, xml, defaultOperation, testOnly) || accepted;
+        accepted = step(f.ctx.get(), tree, xml, defaultOperation, testOnly, before) || accepted;
     }
     if (accepted) {
         expectReadsBack(f.ctx.get(), tree.get());
