@@ -203,7 +203,8 @@ void Loader::addDefaults(lyd_node** forest) const {
     }
 }
 
-Loader::Loaded Loader::load(Persistence& p) const {
+Loader::Loaded Loader::load(Backend& p) const {
+    const std::string what = p.describe();
     Loaded loaded;
     std::uint64_t records[2] = {0, 0};
     const auto start = Clock::now();
@@ -228,15 +229,14 @@ Loader::Loaded Loader::load(Persistence& p) const {
                 }
             }
         } catch (const Error& e) {
-            std::string backup = newestBackup(file_);
-            throw Error(
-                ErrorTag::OperationFailed,
-                "the datastore " + file_.string() + " cannot be loaded (" + toString(ds) + "): " + e.what() +
-                    (backup.empty() ? " (no backup found beside it)" : " (newest backup: " + backup + ")"));
+            const std::string hint = p.recoveryHint();
+            throw Error(ErrorTag::OperationFailed, what + " cannot be loaded (" + toString(ds) + "): " +
+                                                       e.what() + (hint.empty() ? "" : " (" + hint + ")"));
         }
         forest.reset(loader.release());
-        p.loadPatches(
-            ds, [&](const std::string& path, const std::string& value) { applyPatch(forest, path, value); });
+        p.loadPatches(ds, [&](const std::string& path, const std::string& value) {
+            applyPatch(forest, path, value, what);
+        });
     }
     const auto loadedUs = usSince(start);
 
@@ -261,7 +261,7 @@ Loader::Loaded Loader::load(Persistence& p) const {
             NCS_SYNC_POINT("loader:validating");
             if (lyd_validate_all(raw.ptr(), ctx_, kValidateOpts, nullptr) != LY_SUCCESS) {
                 throw Error(ErrorTag::OperationFailed,
-                            "the " + std::string(toString(ds)) + " data in " + file_.string() +
+                            "the " + std::string(toString(ds)) + " data of " + what +
                                 " does not validate against the loaded YANG modules: " + lastError(ctx_) +
                                 " (" + lastErrorPath(ctx_) + "); start with the modules it was written with");
             }
@@ -281,7 +281,8 @@ Loader::Loaded Loader::load(Persistence& p) const {
     return loaded;
 }
 
-void Loader::applyPatch(Tree& forest, const std::string& path, const std::string& value) const {
+void Loader::applyPatch(Tree& forest, const std::string& path, const std::string& value,
+                        const std::string& what) const {
     lyd_node* leaf = nullptr;
     if (forest && lyd_find_path(forest.get(), path.c_str(), 0, &leaf) == LY_SUCCESS && leaf) {
         const LY_ERR rc = lyd_change_term(leaf, value.c_str());
@@ -304,9 +305,8 @@ void Loader::applyPatch(Tree& forest, const std::string& path, const std::string
             return;
         }
     }
-    throw Error(ErrorTag::OperationFailed, "the datastore " + file_.string() +
-                                               " holds a patch that does not apply: " + path + " = " + value +
-                                               ": " + lastError(ctx_));
+    throw Error(ErrorTag::OperationFailed, what + " holds a patch that does not apply: " + path + " = " +
+                                               value + ": " + lastError(ctx_));
 }
 
 } // namespace ncstore::ds::detail

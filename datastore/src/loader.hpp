@@ -12,10 +12,10 @@
 //    protocol feature or loading the modules of other data (ietf-netconf-acm, notifications)
 //    costs nothing at the next start.
 //  - A record that does not parse, a patch that does not apply, or data that does not validate
-//    throws Error naming the file and the newest backup beside it; nothing is half loaded.
+//    throws Error naming the data (Backend::describe()) and what may recover it; nothing is half loaded.
 #pragma once
 
-#include "persistence.hpp"
+#include "backend.hpp"
 
 #include "ncstore/yang.hpp"
 
@@ -28,14 +28,13 @@ namespace ncstore::ds::detail {
 
 class Loader {
 public:
-    Loader(const ly_ctx* ctx, std::filesystem::path file, bool verifyOnOpen)
-        : ctx_(ctx), file_(std::move(file)), verifyOnOpen_(verifyOnOpen) {}
+    Loader(const ly_ctx* ctx, bool verifyOnOpen) : ctx_(ctx), verifyOnOpen_(verifyOnOpen) {}
 
     struct Loaded {
         Tree running;
         Tree startup;
     };
-    Loaded load(Persistence& p) const;
+    Loaded load(Backend& p) const;
 
     /// Adds the default nodes of the modules that have any (configuration only).
     void addDefaults(lyd_node** forest) const;
@@ -46,14 +45,15 @@ public:
 private:
     struct StoredRecord;
     void parseInParallel(std::vector<StoredRecord>& records) const;
-    void applyPatch(Tree& forest, const std::string& path, const std::string& value) const;
+    /// `what`: Backend::describe(), for the error.
+    void applyPatch(Tree& forest, const std::string& path, const std::string& value,
+                    const std::string& what) const;
     /// Whether the `stored` modules' data needs no validation: `recorded` (meta data_modules) as
     /// written when it was last valid, `current` the fingerprints now.
     bool trusts(const std::string& recorded, const std::map<std::string, std::string>& current,
                 const std::set<std::string>& stored) const;
 
     const ly_ctx* ctx_;
-    std::filesystem::path file_;
     bool verifyOnOpen_;
 };
 

@@ -4,8 +4,8 @@
 // the datastore.
 #pragma once
 
+#include "backend.hpp"
 #include "edit.hpp"
-#include "persistence.hpp"
 #include "validation.hpp"
 
 #include <string>

@@ -1,16 +1,17 @@
 // The store: the write paths (edit, replace, commit) and the read path, on top of the loader
 // (loader.hpp), the record-level change sets (recordset.hpp), the candidate (candidate.hpp), the
 // validation planner (validation.hpp) and the writer (writer.hpp).
+#include "backend.hpp"
 #include "candidate.hpp"
 #include "changebuilder.hpp"
 #include "edit.hpp"
 #include "leafref.hpp"
 #include "loader.hpp"
 #include "locks.hpp"
-#include "persistence.hpp"
 #include "publisher.hpp"
 #include "recordset.hpp"
 #include "rwlock.hpp"
+#include "sqlitebackend.hpp"
 #include "syncpoint.hpp"
 #include "trees.hpp"
 #include "validation.hpp"
@@ -37,19 +38,19 @@ using detail::usSince;
 class StoreImpl {
 public:
     StoreImpl(const ly_ctx* ctx, const StoreOptions& options)
-        : ctx_(ctx), options_(options), loader_(ctx, options.file, options.verifyOnOpen) {
-        auto persistence = std::make_unique<detail::Persistence>(options.file, options.durability,
-                                                                 options.maxWalBytes, options.cacheBytes);
-        install(loader_.load(*persistence));
-        appliedSeq_ = persistence->lastCommitId();
+        : ctx_(ctx), options_(options), loader_(ctx, options.verifyOnOpen) {
+        auto backend = detail::openBackend(options);
+        backend_ = backend.get();
+        install(loader_.load(*backend));
+        appliedSeq_ = backend->lastCommitId();
         runningWrittenAt_ = appliedSeq_;
         writer_ = std::make_unique<detail::Writer>(
-            std::move(persistence), options, publisher_,
-            [this](detail::Persistence& p, const std::function<void()>& drain, std::uint64_t firstFailed) {
+            std::move(backend), options, publisher_,
+            [this](detail::Backend& p, const std::function<void()>& drain, std::uint64_t firstFailed) {
                 std::unique_lock lock(mutex_);
                 drain();
                 NCS_SYNC_POINT("store:reloading");
-                NCS_LOG(warning) << "datastore: reloading " << options_.file << " after a failed commit";
+                NCS_LOG(warning) << "datastore: reloading " << p.describe() << " after a failed commit";
                 install(loader_.load(p));
                 ++runningGeneration_;
                 runningWrittenAt_ = appliedSeq_;
@@ -60,7 +61,9 @@ public:
                     candidate_.reset();
                 }
             });
-        NCS_LOG(info) << "datastore " << options.file << " open (durability " << toString(options.durability)
+        NCS_LOG(info) << backend_->describe() << " open ("
+                      << (options.dqlite ? std::string("durable on a Raft majority")
+                                         : std::string("durability ") + toString(options.durability))
                       << "; " << leafrefs_.counters().planned << " leafrefs checked by key lookups)";
     }
 
@@ -589,7 +592,9 @@ public:
 
     std::atomic<std::uint64_t> failed_{0};
     detail::Publisher publisher_{options_.maxUnpublished}; // outlives the writer, which feeds it
-    std::unique_ptr<detail::Writer> writer_;               // last: stopped (drained) first
+    detail::Backend* backend_ =
+        nullptr; // owned by writer_; its readJournal() etc. may be called from any thread
+    std::unique_ptr<detail::Writer> writer_; // last: stopped (drained) first
 };
 
 std::unique_ptr<Store> Store::open(const ly_ctx* ctx, const StoreOptions& options) {
@@ -663,11 +668,11 @@ void backupStore(const std::filesystem::path& file, const std::filesystem::path&
 }
 
 void Store::backup(const std::filesystem::path& dest) const {
-    detail::backupFile(impl_->options_.file, dest);
+    impl_->backend_->backup(dest);
 }
 
 std::string Store::integrityCheck() const {
-    return detail::integrityCheckFile(impl_->options_.file);
+    return impl_->backend_->integrityCheck();
 }
 
 std::uint64_t Store::addListener(ChangeListener& listener) {
@@ -682,7 +687,7 @@ void Store::addJournal(const std::string& name, JournalHook hook) {
 }
 void Store::readJournal(const std::string& name, std::uint64_t after,
                         const std::function<void(const JournalRow&)>& fn) const {
-    detail::readJournal(impl_->options_.file, name, after, fn);
+    impl_->backend_->readJournal(name, after, fn);
 }
 void Store::trimJournal(const std::string& name, std::uint64_t through) {
     impl_->trimJournal(name, through);

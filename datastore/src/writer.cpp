@@ -5,20 +5,16 @@
 #include "ncstore/log.hpp"
 #include "ncstore/threadname.hpp"
 
-#include <SQLiteCpp/Exception.h>
-
 #include <chrono>
 
 namespace ncstore::ds::detail {
 
-Writer::Writer(std::unique_ptr<Persistence> persistence, const StoreOptions& options, Publisher& publisher,
+Writer::Writer(std::unique_ptr<Backend> backend, const StoreOptions& options, Publisher& publisher,
                FailureHandler onFailure)
-    : persistence_(std::move(persistence)), maxBatch_(std::max<std::size_t>(1, options.maxBatchChangeSets)),
+    : backend_(std::move(backend)), maxBatch_(std::max<std::size_t>(1, options.maxBatchChangeSets)),
       maxBytes_(options.maxBatchBytes), maxQueued_(std::max<std::size_t>(1, options.maxQueuedWrites)),
-      maxQueuedBytes_(options.maxQueuedBytes), maxWalBytes_(options.maxWalBytes), publisher_(publisher),
-      onFailure_(std::move(onFailure)), durableSeq_(persistence_->lastCommitId()),
-      checkpointer_(persistence_->file()), thread_([this] { loop(); }),
-      checkpointThread_([this] { checkpointLoop(); }) {}
+      maxQueuedBytes_(options.maxQueuedBytes), publisher_(publisher), onFailure_(std::move(onFailure)),
+      durableSeq_(backend_->lastCommitId()), thread_([this] { loop(); }) {}
 
 Writer::~Writer() {
     {
@@ -27,12 +23,6 @@ Writer::~Writer() {
     }
     wake_.notify_all();
     thread_.join();
-    {
-        std::lock_guard lock(checkpointMutex_);
-        checkpointStop_ = true;
-    }
-    checkpointWake_.notify_all();
-    checkpointThread_.join();
 }
 
 Writer::Slot Writer::reserve() {
@@ -143,58 +133,6 @@ void Writer::handOff() {
     }
 }
 
-void Writer::maybeCheckpoint() {
-    // Under a steady stream of commits the checkpointer never finds the WAL wholly copied at the
-    // start of a transaction, so SQLite never starts it again: bound it here (rule 8).
-    if (persistence_->walBytes() > maxWalBytes_) {
-        try {
-            const auto t0 = std::chrono::steady_clock::now();
-            const bool restarted = persistence_->restartWal();
-            const auto ms =
-                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-            if (!restarted) {
-                NCS_LOG(debug) << "datastore: the WAL could not be restarted yet (busy, " << ms.count()
-                               << " ms)";
-            } else {
-                NCS_LOG(debug) << "datastore: WAL restarted in " << ms.count() << " ms";
-            }
-        } catch (const std::exception& e) {
-            NCS_LOG(warning) << "datastore: restarting the WAL failed (tried again later): " << e.what();
-        }
-    }
-    constexpr std::uint64_t kThreshold = 1u << 20;
-    pendingCheckpointBytes_ += persistence_->takeBytesSinceCheckpoint();
-    if (pendingCheckpointBytes_ < kThreshold) {
-        return;
-    }
-    pendingCheckpointBytes_ = 0;
-    {
-        std::lock_guard lock(checkpointMutex_);
-        checkpointWanted_ = true;
-    }
-    checkpointWake_.notify_one();
-}
-
-void Writer::checkpointLoop() {
-    nameThisThread("ncs-checkpoint");
-    for (;;) {
-        {
-            std::unique_lock lock(checkpointMutex_);
-            checkpointWake_.wait(lock, [this] { return checkpointWanted_ || checkpointStop_; });
-            if (checkpointStop_) {
-                return;
-            }
-            checkpointWanted_ = false;
-        }
-        try {
-            checkpointer_.checkpoint();
-        } catch (const std::exception& e) {
-            NCS_LOG(warning) << "datastore: WAL checkpoint failed (retried after the next commits): "
-                             << e.what();
-        }
-    }
-}
-
 bool Writer::waitDurable(std::uint64_t seq, std::uint64_t generation) const {
     std::unique_lock lock(mutex_);
     durableChanged_.wait(lock, [&] { return durableSeq_ >= seq || failures_.load() != generation; });
@@ -247,7 +185,7 @@ void Writer::takeTurn(std::unique_lock<std::mutex>& lock) {
     lock.unlock();
     try {
         commit(batch, bytes);
-        maybeCheckpoint();
+        backend_->afterCommit();
     } catch (...) {
         lock.lock();
         handOff(); // whatever happened, the next batch still gets its turn
@@ -265,7 +203,7 @@ void Writer::commit(Batch& batch, std::size_t bytes) {
     }
     try {
         NCS_SYNC_POINT("writer:committing");
-        auto [written, deleted] = persistence_->apply(sets);
+        auto [written, deleted] = backend_->apply(sets);
         {
             std::lock_guard lock(mutex_);
             stats_.writes += batch.size();
@@ -309,13 +247,13 @@ void Writer::commit(Batch& batch, std::size_t bytes) {
                 std::lock_guard lock(mutex_);
                 firstFailed = durableSeq_ + 1; // every write after the last durable one failed
             }
-            onFailure_(*persistence_, drain, firstFailed);
+            onFailure_(*backend_, drain, firstFailed);
         } catch (const std::exception& reloadError) {
             // Memory may still hold the failed writes: refuse everything from now on.
             std::lock_guard lock(mutex_);
             outOfServiceReason_ = "the datastore is out of service: after a failed commit (" +
                                   std::string(e.what()) + ") memory could not be reloaded from " +
-                                  persistence_->file().string() + " (" + reloadError.what() +
+                                  backend_->describe() + " (" + reloadError.what() +
                                   "); restart the server to load what is on disk";
             outOfService_.store(true, std::memory_order_release);
             NCS_LOG(fatal) << outOfServiceReason_;

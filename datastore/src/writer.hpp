@@ -1,5 +1,5 @@
-// The one writer of SQLite: group commit of every change set pending at a time, one batch at
-// a time. Private to the datastore.
+// The one writer of the backend (backend.hpp): group commit of every change set pending at a time, one batch
+// at a time. Private to the datastore.
 //
 // Who commits: the turn to commit the next batch goes to the submitter of the change set at the
 // head of the queue when that submitter waits for it (Ticket::wait(), a write that answers its
@@ -18,7 +18,7 @@
 //  - slots bound the writes not yet durable and the bytes queued (rule 8).
 #pragma once
 
-#include "persistence.hpp"
+#include "backend.hpp"
 #include "publisher.hpp"
 
 #include <atomic>
@@ -39,11 +39,11 @@ public:
     /// queued: they are failed too) and put memory back to what SQLite holds. `firstFailed` is
     /// the sequence number of the first failed write: every later one failed too.
     using FailureHandler =
-        std::function<void(Persistence&, const std::function<void()>& drain, std::uint64_t firstFailed)>;
+        std::function<void(Backend&, const std::function<void()>& drain, std::uint64_t firstFailed)>;
 
     /// Bounds from `options`: maxBatchChangeSets / maxBatchBytes per transaction,
     /// maxQueuedWrites / maxQueuedBytes for the queue (see reserve()).
-    Writer(std::unique_ptr<Persistence> persistence, const StoreOptions& options, Publisher& publisher,
+    Writer(std::unique_ptr<Backend> backend, const StoreOptions& options, Publisher& publisher,
            FailureHandler onFailure);
     /// Drains the queue (every submitted change set is committed or failed), then stops.
     ~Writer();
@@ -152,17 +152,14 @@ private:
     }
     void release(std::size_t writes, std::size_t bytes);
     [[noreturn]] void throwOutOfService() const;
-    void maybeCheckpoint();
-    void checkpointLoop();
 
     // The holder of the turn only (the failure handler runs there too).
-    std::unique_ptr<Persistence> persistence_;
+    std::unique_ptr<Backend> backend_;
     // Set at construction.
     std::size_t maxBatch_;
     std::size_t maxBytes_;
     std::size_t maxQueued_;
     std::size_t maxQueuedBytes_;
-    std::uint64_t maxWalBytes_;
     Publisher& publisher_;
     FailureHandler onFailure_;
 
@@ -182,15 +179,7 @@ private:
     std::atomic<bool> outOfService_{false};          // read without the lock, set once under it
     std::string outOfServiceReason_;                 // set once, before outOfService_
     Stats stats_;
-
-    std::uint64_t pendingCheckpointBytes_ = 0; // the holder of the turn only
-    Checkpointer checkpointer_;
-    std::mutex checkpointMutex_;
-    std::condition_variable checkpointWake_;
-    bool checkpointWanted_ = false;
-    bool checkpointStop_ = false;
     std::thread thread_;
-    std::thread checkpointThread_;
 };
 
 } // namespace ncstore::ds::detail

@@ -1,7 +1,11 @@
 // Behaviour of the datastore as the server relies on it: persistence across reopen, all-or-nothing
-// writes, write cost that follows the change, group commit, start-up refusal on a corrupt file.
+// writes, write cost that follows the change, group commit; on both backends (the SQLite file and
+// a dqlite database: the contract suite of issue 17), and start-up refusal on a corrupt file.
+#include "support.hpp"
 #include "syncpoint.hpp"
 #include "test_support.hpp"
+
+#include "ncstore/changes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,15 +32,45 @@ namespace {
 const std::string kEntryWithoutType = "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\">"
                                       "<interface><name>bad</name></interface></interfaces>";
 
-class StoreTest : public ::testing::Test {
-protected:
-    void SetUp() override { ctx_ = test::interfacesContext(); }
+enum class BackendKind { Sqlite, Dqlite };
 
-    std::unique_ptr<Store> open(Durability d = Durability::Full) {
+const char* nameOf(BackendKind kind) {
+    return kind == BackendKind::Sqlite ? "sqlite" : "dqlite";
+}
+std::string backendName(const ::testing::TestParamInfo<BackendKind>& info) {
+    return nameOf(info.param);
+}
+void PrintTo(BackendKind kind, std::ostream* os) {
+    *os << nameOf(kind);
+}
+
+/// A store on either backend: the SQLite file in a temporary directory, or a database of a
+/// one-node dqlite cluster (a real node, in a child process) whose data lives there too.
+class StoreFixture {
+protected:
+    void start(BackendKind kind) {
+        ctx_ = test::interfacesContext();
+        kind_ = kind;
+        if (kind == BackendKind::Dqlite) {
+            const auto nodeDir = dir_.path() / "dqlite-node";
+            std::filesystem::create_directory(nodeDir);
+            node_ = std::make_unique<dqlite::test::ChildNode>(1, dqlite::test::freeAddress(), nodeDir,
+                                                              std::chrono::milliseconds{0});
+        }
+    }
+
+    StoreOptions options(Durability d = Durability::Full) const {
         StoreOptions o;
         o.file = dir_.path() / "ncstore.db";
         o.durability = d;
-        return Store::open(ctx_.get(), o);
+        if (kind_ == BackendKind::Dqlite) {
+            o.dqlite = DqliteStoreOptions{{node_->address()}, "ncstore.db", std::chrono::milliseconds{5000}};
+        }
+        return o;
+    }
+
+    std::unique_ptr<Store> open(Durability d = Durability::Full) {
+        return Store::open(ctx_.get(), options(d));
     }
 
     static std::string dump(const Store& s, Datastore ds) {
@@ -60,9 +94,25 @@ protected:
 
     Context ctx_;
     test::TempDir dir_;
+    BackendKind kind_ = BackendKind::Sqlite;
+    std::unique_ptr<dqlite::test::ChildNode> node_;
 };
 
-TEST_F(StoreTest, EditsSurviveReopenInTheSameOrder) {
+/// The datastore contract: what the server relies on, on both backends (issue 17).
+class StoreTest : public StoreFixture, public ::testing::TestWithParam<BackendKind> {
+protected:
+    void SetUp() override { start(GetParam()); }
+};
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(BackendKind::Sqlite, BackendKind::Dqlite),
+                         backendName);
+
+/// What only the SQLite file has: its format versions, its corruption, its WAL.
+class StoreFileTest : public StoreFixture, public ::testing::Test {
+protected:
+    void SetUp() override { start(BackendKind::Sqlite); }
+};
+
+TEST_P(StoreTest, EditsSurviveReopenInTheSameOrder) {
     std::string before;
     {
         auto s = open();
@@ -77,7 +127,7 @@ TEST_F(StoreTest, EditsSurviveReopenInTheSameOrder) {
     });
 }
 
-TEST_F(StoreTest, EntriesUnderAnImplicitContainerSurviveReopen) {
+TEST_P(StoreTest, EntriesUnderAnImplicitContainerSurviveReopen) {
     // The second open of an empty store adds the default (implicit, empty) interfaces container;
     // the entries created in it then have no shell record of their own parent.
     open().reset();
@@ -91,7 +141,7 @@ TEST_F(StoreTest, EntriesUnderAnImplicitContainerSurviveReopen) {
     });
 }
 
-TEST_F(StoreTest, DeletesSurviveReopen) {
+TEST_P(StoreTest, DeletesSurviveReopen) {
     {
         auto s = open();
         edit(*s, interfacesXml("eth", 0, 5));
@@ -109,7 +159,7 @@ TEST_F(StoreTest, DeletesSurviveReopen) {
     EXPECT_EQ(dump(*s, Datastore::Running), "");
 }
 
-TEST_F(StoreTest, DeletingAnEntryKeepsEntriesWhosePathsItPrefixes) {
+TEST_P(StoreTest, DeletingAnEntryKeepsEntriesWhosePathsItPrefixes) {
     {
         auto s = open();
         // eth1, eth1-0 and eth10: the deleted entry's path is a prefix of the others' paths.
@@ -124,7 +174,7 @@ TEST_F(StoreTest, DeletingAnEntryKeepsEntriesWhosePathsItPrefixes) {
     });
 }
 
-TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
+TEST_P(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
     auto s = open();
     edit(*s, interfacesXml("eth", 0, 3));
     const std::string before = dump(*s, Datastore::Running);
@@ -149,7 +199,7 @@ TEST_F(StoreTest, FailedEditChangesNeitherMemoryNorDisk) {
     expectRunningPersisted(s, before);
 }
 
-TEST_F(StoreTest, ValidationErrorsCarryTheDataPath) {
+TEST_P(StoreTest, ValidationErrorsCarryTheDataPath) {
     auto s = open();
     try {
         edit(*s, kEntryWithoutType);
@@ -160,7 +210,7 @@ TEST_F(StoreTest, ValidationErrorsCarryTheDataPath) {
     }
 }
 
-TEST_F(StoreTest, MigratesAVersion1File) {
+TEST_F(StoreFileTest, MigratesAVersion1File) {
     {
         sqlite3* raw = nullptr;
         ASSERT_EQ(sqlite3_open((dir_.path() / "ncstore.db").c_str(), &raw), SQLITE_OK);
@@ -183,7 +233,7 @@ TEST_F(StoreTest, MigratesAVersion1File) {
     EXPECT_NE(dump(*s, Datastore::Running).find("<enabled>false</enabled>"), std::string::npos);
 }
 
-TEST_F(StoreTest, TestOnlyValidatesWithoutChanging) {
+TEST_P(StoreTest, TestOnlyValidatesWithoutChanging) {
     auto s = open();
     EditOptions o;
     o.testOption = TestOption::TestOnly;
@@ -192,7 +242,7 @@ TEST_F(StoreTest, TestOnlyValidatesWithoutChanging) {
     EXPECT_THROW(edit(*s, kEntryWithoutType, Datastore::Running, o), Error);
 }
 
-TEST_F(StoreTest, CopyReplaceAndClearArePersisted) {
+TEST_P(StoreTest, CopyReplaceAndClearArePersisted) {
     {
         auto s = open();
         edit(*s, interfacesXml("eth", 0, 3));
@@ -213,7 +263,7 @@ TEST_F(StoreTest, CopyReplaceAndClearArePersisted) {
     });
 }
 
-TEST_F(StoreTest, CandidateTracksRunningUntilEditedThenCommits) {
+TEST_P(StoreTest, CandidateTracksRunningUntilEditedThenCommits) {
     auto s = open();
     edit(*s, interfacesXml("eth", 0, 1));
     EXPECT_EQ(dump(*s, Datastore::Candidate), dump(*s, Datastore::Running));
@@ -233,7 +283,7 @@ TEST_F(StoreTest, CandidateTracksRunningUntilEditedThenCommits) {
     });
 }
 
-TEST_F(StoreTest, CommitWritesWhatCandidateEditsChangedAndStaysCorrectWhenRunningMoved) {
+TEST_P(StoreTest, CommitWritesWhatCandidateEditsChangedAndStaysCorrectWhenRunningMoved) {
     auto s = open();
     edit(*s, interfacesXml("eth", 0, 100));
     // Several candidate edits: delete, create, leaf merge; running does not move meanwhile.
@@ -258,7 +308,7 @@ TEST_F(StoreTest, CommitWritesWhatCandidateEditsChangedAndStaysCorrectWhenRunnin
     expectRunningPersisted(s, candidate);
 }
 
-TEST_F(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
+TEST_P(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
     auto s = open();
     edit(*s, interfacesXml("eth", 0, 1000));
     const Stats before = s->stats();
@@ -273,7 +323,7 @@ TEST_F(StoreTest, LeafMergeWritesOnlyTheTouchedRecords) {
     EXPECT_EQ(after.recordsDeleted - before.recordsDeleted, 0u);
 }
 
-TEST_F(StoreTest, LeafMergesSurviveReopenAndRecordRewrites) {
+TEST_P(StoreTest, LeafMergesSurviveReopenAndRecordRewrites) {
     const std::string ns = "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "
                            "xmlns:ianaift=\"urn:ietf:params:xml:ns:yang:iana-if-type\">";
     {
@@ -302,7 +352,7 @@ TEST_F(StoreTest, LeafMergesSurviveReopenAndRecordRewrites) {
     EXPECT_EQ(dump(*s, Datastore::Running).find("<description>"), std::string::npos);
 }
 
-TEST_F(StoreTest, ConcurrentCommitsShareTransactions) {
+TEST_P(StoreTest, ConcurrentCommitsShareTransactions) {
     constexpr int kThreads = 16;
     constexpr int kEach = 50;
     {
@@ -352,15 +402,13 @@ Context contextWith(const char** interfacesFeatures, const char** netconfFeature
     return ctx;
 }
 
-TEST_F(StoreTest, OnlyASchemaChangeOfStoredDataMakesTheNextStartValidateWholeTree) {
+TEST_P(StoreTest, OnlyASchemaChangeOfStoredDataMakesTheNextStartValidateWholeTree) {
     const char* all[] = {"*", nullptr};
     const char* fewer[] = {"writable-running", nullptr};
     int validations = 0;
     auto openWith = [&](const Context& ctx) {
-        StoreOptions o;
-        o.file = dir_.path() / "ncstore.db";
         validations = 0;
-        return Store::open(ctx.get(), o);
+        return Store::open(ctx.get(), options());
     };
     detail::SyncPoints::set("loader:validating", [&] { ++validations; });
     {
@@ -393,7 +441,7 @@ TEST_F(StoreTest, OnlyASchemaChangeOfStoredDataMakesTheNextStartValidateWholeTre
     detail::SyncPoints::clear();
 }
 
-TEST_F(StoreTest, ParallelReadersSeeEveryWritersEditsInOrder) {
+TEST_P(StoreTest, ParallelReadersSeeEveryWritersEditsInOrder) {
     // Readers run beside the writers (and the commit thread): each read sees, for every writer,
     // exactly its first k entries, since a writer's next edit starts once the last one returned.
     constexpr int kWriters = 4;
@@ -447,7 +495,60 @@ TEST_F(StoreTest, ParallelReadersSeeEveryWritersEditsInOrder) {
     });
 }
 
-TEST_F(StoreTest, RefusesACorruptFileAndNamesTheBackup) {
+std::vector<std::pair<std::uint64_t, std::string>> journalRows(const Store& s, const std::string& name,
+                                                               std::uint64_t after) {
+    std::vector<std::pair<std::uint64_t, std::string>> rows;
+    s.readJournal(name, after, [&](const JournalRow& r) { rows.emplace_back(r.commitId - after, r.data); });
+    return rows;
+}
+
+TEST_P(StoreTest, JournalRowsAndCommitIdsSurviveReopenInCommitOrderAndTrimsToo) {
+    std::uint64_t after = 0;
+    {
+        auto s = open();
+        s->addJournal("log", [](const ChangeSet& cs) { return std::vector<std::string>{cs.user}; });
+        after = s->appendJournalDurable("log", "first") - 1;
+        edit(*s, interfacesXml("eth", 0, 1));
+        s->appendJournalDurable("log", "second");
+        EXPECT_EQ(journalRows(*s, "log", after),
+                  (std::vector<std::pair<std::uint64_t, std::string>>{{1, "first"}, {2, ""}, {3, "second"}}));
+        s->trimJournal("log", after + 2);
+    }
+    auto s = open();
+    EXPECT_EQ(journalRows(*s, "log", after),
+              (std::vector<std::pair<std::uint64_t, std::string>>{{3, "second"}}));
+    // Commit ids go on from the last one persisted (the trim's own included).
+    EXPECT_GT(s->appendJournalDurable("log", "third"), after + 3);
+}
+
+TEST_P(StoreTest, ABackupIsAStoreFileWithTheSameData) {
+    std::string running;
+    std::string startup;
+    {
+        auto s = open();
+        edit(*s, interfacesXml("eth", 0, 3));
+        s->copy({}, Datastore::Running, Datastore::Startup);
+        edit(*s,
+             "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>eth1</name>"
+             "<enabled>false</enabled></interface></interfaces>");
+        edit(*s, interfacesXml("eth", 2, 1, "delete"));
+        s->appendJournalDurable("log", "kept");
+        s->backup(dir_.path() / "copy.db");
+        running = dump(*s, Datastore::Running);
+        startup = dump(*s, Datastore::Startup);
+        EXPECT_EQ(s->integrityCheck(), "ok");
+    }
+    StoreOptions o;
+    o.file = dir_.path() / "copy.db";
+    auto copy = Store::open(ctx_.get(), o);
+    EXPECT_EQ(dump(*copy, Datastore::Running), running);
+    EXPECT_EQ(dump(*copy, Datastore::Startup), startup);
+    std::vector<std::string> rows;
+    copy->readJournal("log", 0, [&](const JournalRow& r) { rows.push_back(r.data); });
+    EXPECT_EQ(rows, std::vector<std::string>{"kept"});
+}
+
+TEST_F(StoreFileTest, RefusesACorruptFileAndNamesTheBackup) {
     {
         auto s = open();
         edit(*s, interfacesXml("eth", 0, 3));
@@ -475,7 +576,7 @@ TEST_F(StoreTest, RefusesACorruptFileAndNamesTheBackup) {
 
 } // namespace
 
-TEST_F(StoreTest, TheWalStaysBoundedUnderAStreamOfCommits) {
+TEST_F(StoreFileTest, TheWalStaysBoundedUnderAStreamOfCommits) {
     // Without the writer's restarts the WAL grew without end under steady commits (the soak run
     // saw 218 MB in 3 minutes): SQLite starts it again only when a checkpoint finds it wholly
     // copied at the start of a transaction, which a steady stream of commits never leaves time for.

@@ -209,8 +209,22 @@ struct WriteTiming {
     bool wholeTreeValidation = false;
 };
 
+/// A database of a dqlite cluster (Raft-replicated SQLite, issue 17) in place of the local file.
+struct DqliteStoreOptions {
+    /// "a.b.c.d:port" of the cluster's nodes (IPv4, as dqlite 1.11 serves): the leader is found
+    /// among them, and again among them whenever it changes.
+    std::vector<std::string> nodes;
+    std::string database = "ncstore.db";
+    /// Bounds finding the leader and each request; a commit may take up to twice this when the
+    /// leader changes under it (finding out whether it committed).
+    std::chrono::milliseconds timeout{5000};
+};
+
 struct StoreOptions {
     std::filesystem::path file; ///< the SQLite database; created when missing
+    /// When set, the data lives in this dqlite database instead of `file` (durability, the WAL
+    /// and cache options are then dqlite's business: a commit is durable on a Raft majority).
+    std::optional<DqliteStoreOptions> dqlite;
     Durability durability = Durability::Full;
     std::size_t maxBatchChangeSets = 4096;          ///< change sets per SQLite transaction
     std::size_t maxBatchBytes = 256u * 1024 * 1024; ///< bytes per SQLite transaction

@@ -1,0 +1,418 @@
+#include "dqlitebackend.hpp"
+
+#include "sqlitebackend.hpp"
+
+#include "ncstore/log.hpp"
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+namespace ncstore::ds::detail {
+
+using dqlite::Blob;
+using dqlite::Connection;
+using dqlite::Value;
+using Kind = dqlite::Error::Kind;
+using std::chrono::milliseconds;
+
+namespace {
+
+// One statement each where the file backend runs two: a round trip to the leader costs more
+// than the index SQLite then cannot use for half of the OR.
+constexpr const char* kDeleteRecordsSql =
+    "DELETE FROM records WHERE ds=? AND (path=? OR (path>=? AND path<?))";
+constexpr const char* kDeletePatchesSql =
+    "DELETE FROM patches WHERE ds=? AND (path=? OR (path>=? AND path<?))";
+constexpr const char* kDeleteAllRecordsSql = "DELETE FROM records WHERE ds=?";
+constexpr const char* kDeleteAllPatchesSql = "DELETE FROM patches WHERE ds=?";
+constexpr int kSqliteBusy = 5;
+
+Blob blob(const std::string& bytes) {
+    return Blob{std::vector<std::uint8_t>(bytes.begin(), bytes.end())};
+}
+
+/// A TEXT or BLOB column as bytes (NULL: empty).
+std::string bytesOf(const Value& v) {
+    if (const auto* s = std::get_if<std::string>(&v)) {
+        return *s;
+    }
+    if (const auto* b = std::get_if<Blob>(&v)) {
+        return std::string(b->bytes.begin(), b->bytes.end());
+    }
+    if (const auto* i = std::get_if<std::int64_t>(&v)) {
+        return std::to_string(*i);
+    }
+    return {};
+}
+
+std::uint64_t integerOf(const Value& v) {
+    if (const auto* i = std::get_if<std::int64_t>(&v)) {
+        return static_cast<std::uint64_t>(std::max<std::int64_t>(*i, 0));
+    }
+    const std::string text = bytesOf(v);
+    return text.empty() ? 0 : std::stoull(text);
+}
+
+milliseconds left(std::chrono::steady_clock::time_point deadline) {
+    return std::max(milliseconds{1},
+                    std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
+}
+
+dqlite::ClusterOptions clusterOptions(const DqliteStoreOptions& o) {
+    dqlite::ClusterOptions c;
+    c.connect.connectTimeout = std::min(o.timeout, milliseconds{2000});
+    c.connect.requestTimeout = o.timeout;
+    return c;
+}
+
+/// Ends an explicit transaction the node still holds open after a refused statement (a
+/// connection that broke has none left: the node rolled it back).
+void rollbackQuietly(Connection& c, std::uint32_t db) noexcept {
+    if (!c.usable()) {
+        return;
+    }
+    try {
+        c.exec(db, "ROLLBACK");
+    } catch (const std::exception&) {
+        // Nothing was open (the node rolled back itself), or the connection broke meanwhile.
+    }
+}
+
+class Rows final : public RowWriter {
+public:
+    Rows(Connection& c, std::uint32_t db) : c_(c), db_(db) {}
+    void upsertRecord(int ds, const std::string& path, const std::string& parent,
+                      const std::string& data) override {
+        c_.exec(db_, kUpsertRecordSql, {std::int64_t{ds}, path, parent, blob(data)});
+    }
+    std::uint64_t deleteRecords(int ds, const std::string& path) override {
+        const auto [from, to] = belowRange(path);
+        return c_.exec(db_, kDeleteRecordsSql, {std::int64_t{ds}, path, from, to}).rowsAffected;
+    }
+    std::uint64_t deleteAllRecords(int ds) override {
+        return c_.exec(db_, kDeleteAllRecordsSql, {std::int64_t{ds}}).rowsAffected;
+    }
+    void upsertPatch(int ds, const std::string& path, const std::string& value) override {
+        c_.exec(db_, kUpsertPatchSql, {std::int64_t{ds}, path, value});
+    }
+    std::uint64_t deletePatches(int ds, const std::string& path) override {
+        const auto [from, to] = belowRange(path);
+        return c_.exec(db_, kDeletePatchesSql, {std::int64_t{ds}, path, from, to}).rowsAffected;
+    }
+    std::uint64_t deleteAllPatches(int ds) override {
+        return c_.exec(db_, kDeleteAllPatchesSql, {std::int64_t{ds}}).rowsAffected;
+    }
+    void journalRow(const std::string& name, std::uint64_t commitId, int seq,
+                    const std::string& data) override {
+        c_.exec(db_, kJournalRowSql,
+                {name, static_cast<std::int64_t>(commitId), std::int64_t{seq}, blob(data)});
+    }
+    void trimJournal(const std::string& name, std::uint64_t through) override {
+        c_.exec(db_, kJournalTrimSql, {name, static_cast<std::int64_t>(through)});
+    }
+    void setCommitId(std::uint64_t commitId) override {
+        c_.exec(db_, kSetCommitIdSql, {std::to_string(commitId)});
+    }
+
+private:
+    Connection& c_;
+    std::uint32_t db_;
+};
+
+} // namespace
+
+DqliteBackend::DqliteBackend(DqliteStoreOptions options)
+    : options_(std::move(options)), cluster_(options_.nodes, clusterOptions(options_)) {
+    if (options_.nodes.empty()) {
+        throw Error(ErrorTag::OperationFailed, "the dqlite backend needs the address of at least one node");
+    }
+    try {
+        migrate();
+        lastCommitId_ = integerOf(query(kLastCommitIdSql, {}).rows.at(0).at(0));
+        patches_ = integerOf(query("SELECT count(*) FROM patches", {}).rows.at(0).at(0));
+    } catch (const dqlite::Error& e) {
+        fail("cannot open", e);
+    }
+}
+
+std::string DqliteBackend::describe() const {
+    std::string nodes;
+    for (const auto& n : options_.nodes) {
+        nodes += (nodes.empty() ? "" : ", ") + n;
+    }
+    return "the dqlite database " + options_.database + " on " + nodes;
+}
+
+void DqliteBackend::fail(const std::string& what, const std::exception& e) const {
+    throw Error(ErrorTag::OperationFailed, what + " " + describe() + ": " + e.what());
+}
+
+void DqliteBackend::migrate() {
+    cluster_.run(
+        [&](Connection& c) {
+            const auto db = c.open(options_.database);
+            c.exec(db, kCreateMeta);
+            const auto rows = c.query(db, kMetaSql, {std::string("schema_version")});
+            const int version = rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
+            if (version > kSchemaVersion) {
+                throw Error(ErrorTag::OperationFailed,
+                            describe() + " was written by a newer ncstore (schema version " +
+                                std::to_string(version) + ", this build knows " +
+                                std::to_string(kSchemaVersion) + ")");
+            }
+            if (version == kSchemaVersion) {
+                return;
+            }
+            // Every step is idempotent (IF NOT EXISTS, OR REPLACE): run again whole when the
+            // answer to COMMIT was lost.
+            c.exec(db, "BEGIN");
+            try {
+                for (int step = version + 1; step <= kSchemaVersion; ++step) {
+                    for (const std::string& sql : schemaStep(step)) {
+                        c.exec(db, sql);
+                    }
+                    c.exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                           {std::to_string(step)});
+                }
+                c.exec(db, "COMMIT");
+            } catch (...) {
+                rollbackQuietly(c, db);
+                throw;
+            }
+        },
+        options_.timeout, true);
+}
+
+dqlite::Rows DqliteBackend::query(const std::string& sql, const std::vector<Value>& params) {
+    return cluster_.run(
+        [&](Connection& c) {
+            const auto db = c.open(options_.database);
+            return c.query(db, sql, params);
+        },
+        options_.timeout, true);
+}
+
+dqlite::Rows DqliteBackend::queryApart(const std::string& sql, const std::vector<Value>& params) const {
+    dqlite::Cluster apart(options_.nodes, clusterOptions(options_));
+    return apart.run(
+        [&](Connection& c) {
+            const auto db = c.open(options_.database);
+            return c.query(db, sql, params);
+        },
+        options_.timeout, true);
+}
+
+void DqliteBackend::load(
+    Datastore ds, const std::function<void(const std::string&, const std::string&, const std::string&)>& fn) {
+    dqlite::Rows rows;
+    try {
+        rows = query(kLoadRecordsSql, {std::int64_t{static_cast<int>(ds)}});
+    } catch (const dqlite::Error& e) {
+        fail("cannot read the records of", e);
+    }
+    for (const auto& row : rows.rows) {
+        fn(bytesOf(row.at(0)), bytesOf(row.at(1)), bytesOf(row.at(2)));
+    }
+}
+
+void DqliteBackend::loadPatches(Datastore ds,
+                                const std::function<void(const std::string&, const std::string&)>& fn) {
+    dqlite::Rows rows;
+    try {
+        rows = query(kLoadPatchesSql, {std::int64_t{static_cast<int>(ds)}});
+    } catch (const dqlite::Error& e) {
+        fail("cannot read the patches of", e);
+    }
+    for (const auto& row : rows.rows) {
+        fn(bytesOf(row.at(0)), bytesOf(row.at(1)));
+    }
+}
+
+std::string DqliteBackend::meta(const std::string& key) {
+    try {
+        const auto rows = query(kMetaSql, {key});
+        return rows.rows.empty() ? std::string() : bytesOf(rows.rows[0].at(0));
+    } catch (const dqlite::Error& e) {
+        fail("cannot read meta " + key + " of", e);
+    }
+}
+
+void DqliteBackend::setMeta(const std::string& key, const std::string& value) {
+    try {
+        // Idempotent: run again when the answer was lost.
+        cluster_.run(
+            [&](Connection& c) {
+                const auto db = c.open(options_.database);
+                c.exec(db, kSetMetaSql, {key, value});
+            },
+            options_.timeout, true);
+    } catch (const dqlite::Error& e) {
+        fail("cannot write meta " + key + " of", e);
+    }
+}
+
+std::pair<std::uint64_t, std::uint64_t> DqliteBackend::apply(const std::vector<const RecordSet*>& batch) {
+    std::uint64_t target = 0;
+    for (const RecordSet* cs : batch) {
+        target = std::max(target, cs->commitId);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    for (;;) {
+        std::optional<BatchResult> written;
+        Connection* conn = nullptr;
+        std::uint32_t db = 0;
+        try {
+            conn = &cluster_.leader(left(deadline));
+            db = conn->open(options_.database);
+            conn->exec(db, "BEGIN");
+            Rows rows(*conn, db);
+            written = writeBatch(batch, patches_, lastCommitId_, rows);
+            conn->exec(db, "COMMIT");
+            patches_ = written->patches;
+            lastCommitId_ = written->lastCommitId;
+            return {written->written, written->deleted};
+        } catch (const dqlite::Error& e) {
+            const bool answered = e.kind() == Kind::Server || e.kind() == Kind::NotLeader;
+            if (!written || answered) {
+                // Refused, or lost before COMMIT: nothing of the batch committed.
+                if (conn && e.kind() == Kind::Server) {
+                    rollbackQuietly(*conn, db);
+                } else {
+                    cluster_.invalidate();
+                }
+                const bool again = e.kind() != Kind::Server || e.code() == kSqliteBusy;
+                if (!again || std::chrono::steady_clock::now() >= deadline) {
+                    fail("cannot commit to", e);
+                }
+                NCS_LOG(warning) << "datastore: commit to " << describe() << " not made (" << e.what()
+                                 << "): running it again";
+                if (e.code() == kSqliteBusy) {
+                    std::this_thread::sleep_for(milliseconds{10});
+                }
+                continue;
+            }
+            // COMMIT sent, no answer: ask the leader in office (promise in dqlitebackend.hpp).
+            cluster_.invalidate();
+            if (target == 0) {
+                fail("a commit without commit id got no answer (" + std::string(e.what()) +
+                         "), its outcome cannot be told: the store reloads from",
+                     e);
+            }
+            std::uint64_t found = 0;
+            try {
+                found = integerOf(query(kLastCommitIdSql, {}).rows.at(0).at(0));
+            } catch (const dqlite::Error& again) {
+                fail("a commit got no answer (" + std::string(e.what()) +
+                         ") and its outcome could not be read back from",
+                     again);
+            }
+            if (found >= target) {
+                NCS_LOG(warning) << "datastore: commit " << target << " got no answer (" << e.what()
+                                 << ") but is in " << describe();
+                patches_ = written->patches;
+                lastCommitId_ = found;
+                return {written->written, written->deleted};
+            }
+            NCS_LOG(warning) << "datastore: commit " << target << " got no answer (" << e.what()
+                             << ") and is not in " << describe() << " (last commit " << found
+                             << "): running it again";
+            if (std::chrono::steady_clock::now() >= deadline) {
+                fail("commit " + std::to_string(target) + " is not in", e);
+            }
+        }
+    }
+}
+
+void DqliteBackend::readJournal(const std::string& name, std::uint64_t after,
+                                const std::function<void(const JournalRow&)>& fn) const {
+    dqlite::Rows rows;
+    try {
+        rows = queryApart(kReadJournalSql, {name, static_cast<std::int64_t>(after)});
+    } catch (const dqlite::Error& e) {
+        fail("cannot read journal " + name + " of", e);
+    }
+    for (const auto& row : rows.rows) {
+        fn(JournalRow{integerOf(row.at(0)), bytesOf(row.at(1))});
+    }
+}
+
+std::string DqliteBackend::integrityCheck() const {
+    try {
+        std::string result;
+        for (const auto& row : queryApart("PRAGMA integrity_check", {}).rows) {
+            result += (result.empty() ? "" : "\n") + bytesOf(row.at(0));
+        }
+        return result;
+    } catch (const dqlite::Error& e) {
+        return "cannot check " + describe() + ": " + e.what();
+    }
+}
+
+void DqliteBackend::backup(const std::filesystem::path& dest) const {
+    if (std::filesystem::exists(dest)) {
+        throw Error(ErrorTag::OperationFailed, "backup of " + describe() + ": " + dest.string() + " exists");
+    }
+    // One read transaction: the four tables as of one commit.
+    dqlite::Rows meta;
+    dqlite::Rows records;
+    dqlite::Rows patches;
+    dqlite::Rows journal;
+    try {
+        dqlite::Cluster apart(options_.nodes, clusterOptions(options_));
+        apart.run(
+            [&](Connection& c) {
+                const auto db = c.open(options_.database);
+                c.exec(db, "BEGIN");
+                try {
+                    meta = c.query(db, "SELECT key, value FROM meta", {});
+                    records = c.query(db, "SELECT ds, path, parent, data FROM records ORDER BY id", {});
+                    patches = c.query(db, "SELECT ds, path, value FROM patches ORDER BY id", {});
+                    journal = c.query(
+                        db, "SELECT name, commit_id, data FROM journal ORDER BY commit_id, name, seq", {});
+                } catch (...) {
+                    rollbackQuietly(c, db);
+                    throw;
+                }
+                c.exec(db, "COMMIT");
+            },
+            options_.timeout, true);
+    } catch (const dqlite::Error& e) {
+        fail("backup: cannot read", e);
+    }
+    // Written as the file backend writes: records and patches per datastore in their order, the
+    // journal per commit, then the meta rows as they are (schema version, commit id, modules).
+    std::map<std::uint64_t, RecordSet> sets;
+    for (const auto& row : records.rows) {
+        auto& set = sets[integerOf(row.at(0))];
+        set.ds = static_cast<Datastore>(integerOf(row.at(0)));
+        set.ops.push_back(
+            {RecordOp::Kind::Upsert, bytesOf(row.at(1)), bytesOf(row.at(2)), bytesOf(row.at(3))});
+    }
+    for (const auto& row : patches.rows) {
+        auto& set = sets[integerOf(row.at(0))];
+        set.ds = static_cast<Datastore>(integerOf(row.at(0)));
+        set.ops.push_back({RecordOp::Kind::Patch, bytesOf(row.at(1)), {}, bytesOf(row.at(2))});
+    }
+    std::map<std::uint64_t, RecordSet> commits;
+    for (const auto& row : journal.rows) {
+        auto& set = commits[integerOf(row.at(1))];
+        set.ds = Datastore::Running;
+        set.commitId = integerOf(row.at(1));
+        set.journal.emplace_back(bytesOf(row.at(0)), bytesOf(row.at(2)));
+    }
+    std::vector<const RecordSet*> batch;
+    for (const auto& [ds, set] : sets) {
+        batch.push_back(&set);
+    }
+    for (const auto& [id, set] : commits) {
+        batch.push_back(&set);
+    }
+    SqliteBackend file(dest, Durability::Full);
+    file.apply(batch);
+    for (const auto& row : meta.rows) {
+        file.setMeta(bytesOf(row.at(0)), bytesOf(row.at(1)));
+    }
+}
+
+} // namespace ncstore::ds::detail
