@@ -15,6 +15,12 @@ ds::StoreOptions storeOptions(const ServerConfig& config) {
     options.file = config.dataDir / "ncstore.db";
     options.durability = ds::parseDurability(config.durability);
     options.cacheBytes = config.sqliteCacheMb << 20;
+    if (config.backend == "dqlite") {
+        // The embedded node only: a server whose node is not the leader must fail to write
+        // rather than write through another node (cluster/member.hpp, promise 3).
+        options.dqlite =
+            ds::DqliteStoreOptions{{config.dqliteAddress}, "ncstore.db", std::chrono::seconds(5)};
+    }
     return options;
 }
 

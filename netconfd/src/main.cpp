@@ -1,5 +1,6 @@
 // ncstored: command line, logging, signals; the server itself is in server.cpp.
 #include "datadir.hpp"
+#include "member.hpp"
 #include "nacmsetup.hpp"
 #include "options.hpp"
 #include "server.hpp"
@@ -14,9 +15,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -91,6 +95,58 @@ void limitMallocArenas() {
     }
 }
 
+/// The nodes a cluster command asks: this node's address and its peers.
+std::vector<std::string> clusterAddresses(const ServerConfig& config) {
+    std::vector<std::string> addresses = config.dqlitePeers;
+    if (!config.dqliteAddress.empty()) {
+        addresses.insert(addresses.begin(), config.dqliteAddress);
+    }
+    return addresses;
+}
+
+ncstore::cluster::MemberOptions memberOptions(const ServerConfig& config) {
+    ncstore::cluster::MemberOptions o;
+    o.id = config.dqliteId;
+    o.address = config.dqliteAddress;
+    o.peers = config.dqlitePeers;
+    o.dataDir = config.dataDir / "dqlite";
+    o.latency = std::chrono::milliseconds(config.dqliteLatencyMs);
+    return o;
+}
+
+/// Exit status of a server that stopped serving because its dqlite node lost the leadership:
+/// EX_TEMPFAIL, which the systemd unit restarts (as a standby until it leads again).
+constexpr int kLostLeadership = 75;
+
+/// What the signal thread tells the rest: a stop was asked for, and the server to stop.
+struct StopState {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool requested = false;
+    Server* server = nullptr;
+
+    void request() {
+        std::lock_guard lock(mutex);
+        requested = true;
+        if (server) {
+            server->requestStop();
+        }
+        changed.notify_all();
+    }
+    /// Waits `d` or until a stop is asked for; true when it was.
+    bool waitFor(std::chrono::milliseconds d) {
+        std::unique_lock lock(mutex);
+        return changed.wait_for(lock, d, [this] { return requested; });
+    }
+    void serving(Server* s) {
+        std::lock_guard lock(mutex);
+        server = s;
+        if (s && requested) {
+            s->requestStop();
+        }
+    }
+};
+
 } // namespace
 
 int main(int argc, char* argv[]) {
@@ -124,6 +180,23 @@ int main(int argc, char* argv[]) {
             std::cerr << "ncstored: " << e.what() << "\n";
             return 1;
         }
+    case Action::ClusterStatus:
+        try {
+            std::cout << ncstore::cluster::Member::status(clusterAddresses(cmd.config));
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "ncstored: " << e.what() << "\n";
+            return 1;
+        }
+    case Action::ClusterRemove:
+        try {
+            ncstore::cluster::Member::remove(clusterAddresses(cmd.config), cmd.removeId);
+            std::cout << "node " << cmd.removeId << " removed\n";
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "ncstored: " << e.what() << "\n";
+            return 1;
+        }
     case Action::Run:
         break;
     }
@@ -146,19 +219,76 @@ int main(int argc, char* argv[]) {
             throw std::runtime_error("another ncstored is running on " + cmd.config.dataDir.string() + " (" +
                                      e.what() + ")");
         }
-        Server server(cmd.config);
-        server.start();
-        std::thread signalThread([&server, stopSignals] {
+        StopState stop;
+        std::thread signalThread([&stop, stopSignals] {
             ncstore::nameThisThread("ncs-signals");
             int sig = 0;
             sigwait(&stopSignals, &sig);
             NCS_LOG(info) << "signal " << sig << " received";
-            server.requestStop();
+            stop.request();
         });
+        struct ReleaseSignalThread {
+            std::thread& t;
+            ~ReleaseSignalThread() {
+                // Whether a signal came or the server stopped by itself.
+                pthread_kill(t.native_handle(), SIGTERM);
+                t.join();
+            }
+        } release{signalThread};
+
+        std::optional<ncstore::cluster::Member> member;
+        if (cmd.config.backend == "dqlite") {
+            member.emplace(memberOptions(cmd.config));
+            // Standby: only the leader's server serves (member.hpp); the others wait to lead.
+            bool announced = false;
+            while (!member->isLeader()) {
+                if (!announced) {
+                    const std::string leader = member->leader();
+                    NCS_LOG(info) << "standby: this server serves NETCONF once its dqlite node "
+                                  << cmd.config.dqliteId << " is the leader (leader now: "
+                                  << (leader.empty() ? "none known" : leader) << ")";
+                    announced = true;
+                }
+                if (stop.waitFor(std::chrono::milliseconds(200))) {
+                    NCS_LOG(info) << "ncstored stopped (standby)";
+                    return 0;
+                }
+            }
+            NCS_LOG(info) << "dqlite node " << cmd.config.dqliteId << " is the leader: loading the datastore";
+        }
+        Server server(cmd.config);
+        server.start();
+        stop.serving(&server);
+        std::atomic<bool> lostLeadership{false};
+        std::atomic<bool> watching{true};
+        std::thread watch;
+        if (member) {
+            watch = std::thread([&] {
+                ncstore::nameThisThread("ncs-leadership");
+                int misses = 0;
+                while (watching) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                    misses = member->isLeader() ? 0 : misses + 1;
+                    if (misses == 2) {
+                        NCS_LOG(error) << "dqlite node " << cmd.config.dqliteId
+                                       << " is no longer the leader (leader now: " << member->leader()
+                                       << "): this server stops serving";
+                        lostLeadership = true;
+                        server.requestStop();
+                        return;
+                    }
+                }
+            });
+        }
         server.run();
-        // run() returned because of a signal, or an internal stop: release the signal thread.
-        pthread_kill(signalThread.native_handle(), SIGTERM);
-        signalThread.join();
+        watching = false;
+        if (watch.joinable()) {
+            watch.join();
+        }
+        stop.serving(nullptr);
+        if (lostLeadership) {
+            return kLostLeadership;
+        }
     } catch (const std::exception& e) {
         NCS_LOG(fatal) << e.what();
         std::cerr << "ncstored: " << e.what() << "\n";

@@ -59,7 +59,19 @@ po::options_description fileOptions(ServerConfig& c) {
             "bytes of undo data the commit history keeps at most (the oldest commits go first; the newest always stays)")
         ("print-port-file", po::value<std::string>(), "write the bound port to this file once listening")
         ("nacm-recovery-user", po::value<std::string>(&c.nacmRecoveryUser),
-            "NACM recovery user: their sessions bypass access control (RFC 8341 3.3.3); default none");
+            "NACM recovery user: their sessions bypass access control (RFC 8341 3.3.3); default none")
+        ("backend", po::value<std::string>(&c.backend)->default_value(c.backend),
+            "sqlite: the file <data-dir>/ncstore.db | dqlite: a database replicated by Raft over the nodes of a "
+            "dqlite cluster; this server runs one node (in <data-dir>/dqlite) and serves while it is the leader")
+        ("dqlite-id", po::value<std::uint64_t>(&c.dqliteId)->default_value(c.dqliteId),
+            "with --backend dqlite: this node's id (node 1 bootstraps the cluster; ids never change)")
+        ("dqlite-address", po::value<std::string>(&c.dqliteAddress),
+            "with --backend dqlite: IPv4:port of this node, where the other nodes reach it")
+        ("dqlite-peer", po::value<std::vector<std::string>>(&c.dqlitePeers)->composing(),
+            "with --backend dqlite: IPv4:port of another node (repeatable): a new node joins through them")
+        ("dqlite-latency-ms", po::value<unsigned>(&c.dqliteLatencyMs)->default_value(c.dqliteLatencyMs),
+            "with --backend dqlite: one-way network latency between nodes; the election timeout is 15 times "
+            "this (0: dqlite's defaults, a 3 s election timeout)");
     // clang-format on
     return d;
 }
@@ -80,7 +92,11 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
             "add (or change) user NAME: the password is read from stdin; then exit")
         ("group", po::value<std::string>(),
             "with --add-user: also put the user into this NACM group (server stopped)")
-        ("reset-nacm", "replace the NACM configuration by the first-start rules (server stopped); then exit");
+        ("reset-nacm", "replace the NACM configuration by the first-start rules (server stopped); then exit")
+        ("cluster-status", "with --backend dqlite: print the cluster's nodes, roles and leader (asked through "
+            "--dqlite-address and --dqlite-peer); then exit")
+        ("cluster-remove", po::value<std::uint64_t>(),
+            "with --backend dqlite: remove node ID from the cluster (through its leader); then exit");
     // clang-format on
     po::options_description server = fileOptions(c);
     po::options_description all(
@@ -130,6 +146,13 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (vm.count("reset-nacm")) {
         out.action = Action::ResetNacm;
+    }
+    if (vm.count("cluster-status")) {
+        out.action = Action::ClusterStatus;
+    }
+    if (vm.count("cluster-remove")) {
+        out.action = Action::ClusterRemove;
+        out.removeId = vm["cluster-remove"].as<std::uint64_t>();
     }
 
     c.dataDir = vm["data-dir"].as<std::string>();
@@ -182,6 +205,28 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (c.maxMessageSize < 4096) {
         throw OptionsError("--max-message-size must be at least 4096 bytes");
+    }
+    if (c.backend != "sqlite" && c.backend != "dqlite") {
+        throw OptionsError("--backend must be sqlite or dqlite, not '" + c.backend + "'");
+    }
+    const bool clusterCommand = out.action == Action::ClusterStatus || out.action == Action::ClusterRemove;
+    if (c.backend == "dqlite" || clusterCommand) {
+        if (c.dqliteAddress.empty() && !(clusterCommand && !c.dqlitePeers.empty())) {
+            throw OptionsError("--backend dqlite needs --dqlite-address IPv4:PORT");
+        }
+        if (c.dqliteId == 0) {
+            throw OptionsError("--dqlite-id must be at least 1");
+        }
+        if (c.dqliteId != 1 && c.dqlitePeers.empty() && !clusterCommand) {
+            throw OptionsError("--dqlite-id " + std::to_string(c.dqliteId) +
+                               " joins a cluster: give the address of a node of it with --dqlite-peer");
+        }
+        if (out.action == Action::ResetNacm || !out.group.empty()) {
+            throw OptionsError("with --backend dqlite the NACM rules live in the cluster: change them over "
+                               "NETCONF on the leader (or as its recovery user)");
+        }
+    } else if (!c.dqliteAddress.empty() || !c.dqlitePeers.empty()) {
+        throw OptionsError("--dqlite-address and --dqlite-peer go with --backend dqlite");
     }
     return out;
 }

@@ -46,15 +46,23 @@ struct ServerConfig {
     std::filesystem::path portFile;
     /// NACM recovery user (RFC 8341 3.3.3): their sessions are not checked; "" for none.
     std::string nacmRecoveryUser;
+    /// "sqlite" (the file dataDir/ncstore.db) or "dqlite" (a database of a dqlite cluster whose
+    /// node this server runs, in dataDir/dqlite: it serves while that node is the Raft leader).
+    std::string backend = "sqlite";
+    std::uint64_t dqliteId = 1;
+    std::string dqliteAddress;            ///< "a.b.c.d:port" of the embedded node
+    std::vector<std::string> dqlitePeers; ///< the other nodes' addresses
+    unsigned dqliteLatencyMs = 0;         ///< one-way latency between nodes; 0: dqlite's defaults
 };
 
-enum class Action { Run, Help, Version, AddUser, ResetNacm };
+enum class Action { Run, Help, Version, AddUser, ResetNacm, ClusterStatus, ClusterRemove };
 
 struct CommandLine {
     Action action = Action::Run;
     ServerConfig config;
-    std::string addUser; ///< with Action::AddUser
-    std::string group;   ///< with Action::AddUser: the NACM group to put the user into ("" none)
+    std::string addUser;        ///< with Action::AddUser
+    std::string group;          ///< with Action::AddUser: the NACM group to put the user into ("" none)
+    std::uint64_t removeId = 0; ///< with Action::ClusterRemove
     std::string helpText;
 };
 

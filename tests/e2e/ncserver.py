@@ -76,7 +76,9 @@ class Server:
             raise RuntimeError("ncstored --add-user %s failed (%d): %s"
                                % (name, r.returncode, r.stderr))
 
-    def start(self, timeout=60):
+    def start(self, timeout=60, wait=True):
+        """wait=False: returns once the process runs (a cluster's standby serves only later:
+        wait_serving())."""
         assert self.proc is None or self.proc.poll() is not None, "server already running"
         portfile = os.path.join(self.tmp, "port")
         if os.path.exists(portfile):
@@ -87,14 +89,25 @@ class Server:
             log.write("\n=== %s\n" % " ".join(cmd))
             log.flush()
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        return self.wait_serving(timeout) if wait else self
+
+    def serving(self):
+        """Whether the server listens now (it wrote its port file since start())."""
+        portfile = os.path.join(self.tmp, "port")
+        try:
+            with open(portfile) as f:
+                text = f.read().strip()
+        except OSError:
+            return False
+        if text.isdigit():
+            self.port = int(text)
+            return True
+        return False
+
+    def wait_serving(self, timeout=60):
         deadline = time.time() + timeout
         while True:
-            text = ""
-            if os.path.exists(portfile):
-                with open(portfile) as f:
-                    text = f.read().strip()
-            if text.isdigit():
-                self.port = int(text)
+            if self.serving():
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError("ncstored exited with %s before listening:\n%s"

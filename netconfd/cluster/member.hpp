@@ -1,0 +1,69 @@
+// This ncstored as a member of a dqlite cluster (issue 17, `--backend dqlite`): its embedded
+// dqlite node, its place in the cluster's configuration, and whether it is the Raft leader.
+//
+// Promises:
+//  1. The constructor starts the embedded node (Raft log and snapshots in `dataDir`). Node 1
+//     bootstraps a one-node cluster the first time; any other node that is not yet a voter of
+//     the cluster asks the leader (found among `peers`) to add it and make it vote, waiting up
+//     to `joinTimeout` for a leader to answer. A restart with the same id and directory
+//     rejoins as it was, and the node catches up from the leader by itself.
+//  2. isLeader() asks the embedded node, never a peer: a node cut off from the others stops
+//     being leader once Raft says so (it steps down when it no longer hears from a majority),
+//     and nothing here decides leadership on its own.
+//  3. Nothing here runs SQL: the datastore's dqlite backend does, on the embedded node only
+//     (storeOptions()), so that a node that is not leader can never write through another.
+//
+// Thread-safety: isLeader() and leader() from one thread at a time (each keeps a connection).
+#pragma once
+
+#include "ncstore/dqlite/client.hpp"
+#include "ncstore/dqlite/node.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ncstore::cluster {
+
+struct MemberOptions {
+    std::uint64_t id = 1;
+    std::string address;            ///< "a.b.c.d:port" of the embedded node
+    std::vector<std::string> peers; ///< other nodes' addresses: where to find the leader
+    std::filesystem::path dataDir;  ///< the node's Raft log and snapshots (created if missing)
+    std::chrono::milliseconds latency{0};
+    std::chrono::milliseconds joinTimeout{30000};
+};
+
+class Member {
+public:
+    /// Starts the node and joins (promise 1). Throws std::runtime_error naming what failed.
+    explicit Member(MemberOptions options);
+    Member(const Member&) = delete;
+    Member& operator=(const Member&) = delete;
+    ~Member();
+
+    /// Whether the embedded node is the leader now (false when it cannot tell).
+    bool isLeader();
+    /// The leader as the embedded node knows it ("" when it knows none).
+    std::string leader();
+    const MemberOptions& options() const noexcept { return options_; }
+
+    /// Every node of the cluster with its role, and the leader, as the leader reports them:
+    /// for `ncstored --cluster-status`.
+    static std::string status(const std::vector<std::string>& addresses);
+    /// Removes node `id` from the cluster (through the leader among `addresses`).
+    static void remove(const std::vector<std::string>& addresses, std::uint64_t id);
+
+private:
+    void join();
+    std::optional<dqlite::NodeInfo> askLeader();
+
+    MemberOptions options_;
+    dqlite::Node node_;
+    std::optional<dqlite::Connection> own_; // to the embedded node
+};
+
+} // namespace ncstore::cluster

@@ -1,0 +1,150 @@
+"""High availability (issue 17): three ncstored with --backend dqlite on 127.0.0.1, each running
+one node of a dqlite cluster. Only the leader's server serves NETCONF; when it is killed with -9,
+another takes over with every acknowledged edit; a server whose node loses the leadership stops
+serving (exit 75, for systemd to restart it as a standby) and comes back as a standby.
+
+Loopback only: the network partitions (links cut between namespaces) are tests/ha's."""
+
+import socket
+import subprocess
+import time
+
+import pytest
+
+from ncserver import Server, config, edits_until_kill, iface, interfaces
+
+LATENCY_MS = 20  # Raft election timeout 300 ms
+
+
+def free_address():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return "127.0.0.1:%d" % s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, size=3):
+        self.addresses = [free_address() for _ in range(size)]
+        self.servers = []
+        for i, address in enumerate(self.addresses, start=1):
+            args = ["--backend", "dqlite", "--dqlite-id", str(i), "--dqlite-address", address,
+                    "--dqlite-latency-ms", str(LATENCY_MS)]
+            for other in self.addresses:
+                if other != address:
+                    args += ["--dqlite-peer", other]
+            self.servers.append(Server(extra_args=args, name="cluster-%d" % i))
+
+    def status(self):
+        """`ncstored --cluster-status` asked through every node: {id: (role, leader?)}."""
+        cmd = [self.servers[0].binary, "--cluster-status", "--backend", "dqlite"]
+        for a in self.addresses:
+            cmd += ["--dqlite-peer", a]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        out = {}
+        for line in r.stdout.splitlines():
+            words = line.split()
+            out[int(words[1])] = (words[3], words[-1] == "leader")
+        return out
+
+    def wait_voters(self, n, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                s = self.status()
+                if sum(1 for role, _ in s.values() if role == "voter") == n:
+                    return s
+            except AssertionError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the cluster did not get %d voters: %s" % (n, self.status()))
+
+    def serving(self, timeout=20, besides=None):
+        """The one server that serves, once exactly one does (and it is not `besides`)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            up = [s for s in self.servers if s.alive() and s.serving() and s is not besides]
+            if len(up) == 1:
+                return up[0]
+            assert len(up) < 2, "two servers serve at once: %s" % [s.log_path for s in up]
+            time.sleep(0.05)
+        raise AssertionError("no server took over within %ss:\n%s"
+                             % (timeout, "\n".join(s.log_tail(1500) for s in self.servers)))
+
+    def cleanup(self):
+        """Stops every server; returns their sanitizer reports ("" when none)."""
+        reports = []
+        for s in self.servers:
+            if s.alive():
+                s.stop()
+            reports.append(s.sanitizer_reports())
+            s.cleanup()
+        return "".join(reports)
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster()
+    c.servers[0].start()  # node 1 bootstraps and leads
+    for s in c.servers[1:]:
+        s.start(wait=False)
+    c.wait_voters(3)
+    yield c
+    reports = c.cleanup()
+    assert not reports, reports
+
+
+def test_only_the_leader_serves_and_a_kill_9_loses_no_acknowledged_edit(cluster):
+    leader = cluster.servers[0]
+    assert cluster.serving() is leader
+    for s in cluster.servers[1:]:
+        assert s.alive() and not s.serving(), "a standby serves:\n" + s.log_tail()
+
+    acked = edits_until_kill(
+        leader, lambda m, name: m.edit_config(target="running", config=config(iface(name))), "ha",
+        at_least=60)
+    assert acked
+    killed_at = time.time()
+    successor = cluster.serving(besides=leader)
+    took = time.time() - killed_at
+    m = successor.connect()
+    try:
+        got = set(interfaces(m))
+        missing = [n for n in acked if n not in got]
+        assert not missing, "acknowledged but lost in the failover: %s" % missing[:10]
+        # The new leader takes writes.
+        m.edit_config(target="running", config=config(iface("after-failover")))
+        assert "after-failover" in interfaces(m)
+    finally:
+        m.close_session()
+    assert took < 10, "failover took %.1f s" % took
+
+    # The old leader comes back as a standby of the new one.
+    leader.start(wait=False)
+    cluster.wait_voters(3)
+    time.sleep(1)
+    assert leader.alive() and not leader.serving(), leader.log_tail()
+    assert cluster.serving() is successor
+
+
+def test_a_server_whose_node_loses_the_leadership_stops_serving(cluster):
+    leader = cluster.servers[0]
+    m = leader.connect()
+    m.edit_config(target="running", config=config(iface("before")))
+    m.close_session()
+    # Frozen past the election timeout, node and server alike: the others elect a leader.
+    leader.proc.send_signal(19)  # SIGSTOP
+    try:
+        successor = cluster.serving(besides=leader)
+    finally:
+        leader.proc.send_signal(18)  # SIGCONT
+    assert leader.proc.wait(30) == 75, leader.log_tail()
+    assert "no longer the leader" in leader.log_tail()
+    m = successor.connect()
+    try:
+        assert "before" in interfaces(m)
+    finally:
+        m.close_session()
+    leader.start(wait=False)
+    cluster.wait_voters(3)
+    assert not leader.serving()
