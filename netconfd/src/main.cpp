@@ -4,6 +4,7 @@
 #include "nacmsetup.hpp"
 #include "options.hpp"
 #include "server.hpp"
+#include "standby.hpp"
 #include "users.hpp"
 
 #include "ncstore/files.hpp"
@@ -239,11 +240,30 @@ int main(int argc, char* argv[]) {
         std::optional<ncstore::cluster::Member> member;
         if (cmd.config.backend == "dqlite") {
             member.emplace(memberOptions(cmd.config));
-            // Standby: only the leader's server serves (member.hpp); the others wait to lead.
+            // Standby: only the leader's server serves (member.hpp); the others wait to lead and,
+            // on a fixed port, tell clients where the leader is (standby.hpp).
+            std::mutex leaderMutex;
+            std::string leader = member->leader();
+            std::optional<ncstore::cluster::StandbyNotice> notice;
             bool announced = false;
             while (!member->isLeader()) {
+                {
+                    std::lock_guard l(leaderMutex);
+                    leader = member->leader();
+                }
+                if (!notice && cmd.config.port != 0) {
+                    notice.emplace(cmd.config.listen, cmd.config.port, [&] {
+                        std::lock_guard l(leaderMutex);
+                        return "ncstored standby: dqlite node " + std::to_string(cmd.config.dqliteId) +
+                               " here is not the leader of its cluster, whose server alone serves "
+                               "NETCONF.\r\n"
+                               "The leader now: " +
+                               (leader.empty() ? std::string("none known (an election is going on)")
+                                               : "the server of dqlite node " + leader) +
+                               ".\r\n";
+                    });
+                }
                 if (!announced) {
-                    const std::string leader = member->leader();
                     NCS_LOG(info) << "standby: this server serves NETCONF once its dqlite node "
                                   << cmd.config.dqliteId << " is the leader (leader now: "
                                   << (leader.empty() ? "none known" : leader) << ")";

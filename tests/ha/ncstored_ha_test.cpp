@@ -1,6 +1,7 @@
 // Issue 17 end to end: three ncstored with --backend dqlite, each in a network namespace of its
 // own (netns.hpp), driven over NETCONF/SSH by ncstore-client from the root namespace (or from
-// inside a namespace that was cut off). The leader's link is cut: the others elect a leader whose
+// inside a namespace that was cut off). A standby tells a client where the leader is. The
+// leader's link is cut: the others elect a leader whose
 // server takes over with every acknowledged edit; the cut-off server acknowledges nothing and
 // stops serving (exit 75); once the link is back and it is restarted it is a standby, and when
 // leadership is handed back to it, it serves every edit made while it was away.
@@ -18,9 +19,12 @@
 #include <string_view>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -259,6 +263,28 @@ protected:
         return n;
     }
 
+    /// What a plain TCP connection to node i's NETCONF address reads until the server closes it.
+    std::string readNotice(std::size_t i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(kNetconfPort);
+        ::inet_pton(AF_INET, net->ip(i).c_str(), &sa.sin_addr);
+        std::string text;
+        if (::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0) {
+            const std::string hello = "SSH-2.0-ha_test\r\n"; // as a client starts: the notice must survive it
+            (void)!::write(fd, hello.data(), hello.size());
+            timeval tv{5, 0};
+            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            char buf[1024];
+            for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+                text.append(buf, static_cast<std::size_t>(n));
+            }
+        }
+        ::close(fd);
+        return text;
+    }
+
     /// Makes node i's dqlite node the leader (TRANSFER through the current leader).
     void transferTo(std::size_t i) {
         std::string last;
@@ -291,6 +317,10 @@ TEST_F(NcstoredCluster, ACutOffLeaderStopsServingAndServesEverythingAgainWhenItL
     ASSERT_TRUE(serving(0));
     ASSERT_FALSE(serving(1));
     ASSERT_FALSE(serving(2));
+    // A standby answers a client with where the leader is, instead of a refusal or a timeout.
+    const std::string notice = readNotice(1);
+    EXPECT_NE(notice.find("standby"), std::string::npos) << notice;
+    EXPECT_NE(notice.find(addresses[0]), std::string::npos) << notice;
     edits(0, "before-", 20);
 
     net->cut(0);
