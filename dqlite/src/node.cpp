@@ -107,6 +107,27 @@ void Node::stop() {
     NCS_LOG(info) << "dqlite node " << options_.id << " stopped";
 }
 
+void Node::recover(const std::vector<NodeInfo>& survivors) {
+    if (running_) {
+        throw NodeError("dqlite node " + std::to_string(options_.id) + ": recovery needs a stopped node");
+    }
+    std::vector<::dqlite_node_info_ext> infos;
+    for (const auto& n : survivors) {
+        ::dqlite_node_info_ext info{};
+        info.size = sizeof info;
+        info.id = n.id;
+        info.address = reinterpret_cast<std::uint64_t>(n.address.c_str()); // the header's own way
+        info.dqlite_role = static_cast<std::uint64_t>(n.role);
+        infos.push_back(info);
+    }
+    if (const int rc = ::dqlite_node_recover_ext(node_.get(), infos.data(), static_cast<int>(infos.size()));
+        rc != 0) {
+        fail("dqlite_node_recover_ext", rc);
+    }
+    NCS_LOG(warning) << "dqlite node " << options_.id << ": configuration rewritten to " << survivors.size()
+                     << " node(s)";
+}
+
 void Node::fail(const char* what, int rc) const {
     const char* message = node_ ? ::dqlite_node_errmsg(node_.get()) : nullptr;
     throw NodeError(std::string(what) + " for node " + std::to_string(options_.id) + " at " +

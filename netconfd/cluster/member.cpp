@@ -137,4 +137,32 @@ void Member::remove(const std::vector<std::string>& addresses, std::uint64_t id)
     cluster.run([&](dqlite::Connection& leader) { leader.remove(id); }, 10s, false);
 }
 
+void Member::recover(const MemberOptions& self, const std::vector<std::string>& survivors) {
+    std::vector<dqlite::NodeInfo> infos;
+    bool selfListed = false;
+    for (const auto& s : survivors) {
+        const auto at = s.find('@');
+        std::uint64_t id = 0;
+        try {
+            id = at == std::string::npos ? 0 : std::stoull(s.substr(0, at));
+        } catch (const std::exception&) {
+            id = 0;
+        }
+        if (id == 0) {
+            throw std::runtime_error("--cluster-recover: '" + s + "' is not ID@ADDRESS");
+        }
+        infos.push_back({id, s.substr(at + 1), dqlite::Role::Voter});
+        selfListed = selfListed || (id == self.id && infos.back().address == self.address);
+    }
+    if (!selfListed) {
+        throw std::runtime_error("--cluster-recover: the survivors must include this node (" +
+                                 std::to_string(self.id) + "@" + self.address + ")");
+    }
+    if (!std::filesystem::is_directory(self.dataDir)) {
+        throw std::runtime_error("--cluster-recover: " + self.dataDir.string() + " holds no dqlite node");
+    }
+    dqlite::Node node(nodeOptions(self));
+    node.recover(infos);
+}
+
 } // namespace ncstore::cluster

@@ -56,6 +56,9 @@ public:
     static std::string status(const std::vector<std::string>& addresses);
     /// Removes node `id` from the cluster (through the leader among `addresses`).
     static void remove(const std::vector<std::string>& addresses, std::uint64_t id);
+    /// Recovery from a lost majority, on the stopped node `self` (dqlite::Node::recover): its
+    /// configuration becomes `survivors` ("ID@ADDRESS" each, voters). Throws std::runtime_error.
+    static void recover(const MemberOptions& self, const std::vector<std::string>& survivors);
 
 private:
     void join();

@@ -198,6 +198,22 @@ int main(int argc, char* argv[]) {
             std::cerr << "ncstored: " << e.what() << "\n";
             return 1;
         }
+    case Action::ClusterRecover:
+        try {
+            // Only with the server stopped: its lock says whether it runs.
+            ncstore::files::ProcessLock lock(lockFile(cmd.config));
+            ncstore::cluster::Member::recover(memberOptions(cmd.config), cmd.survivors);
+            std::cout << "node " << cmd.config.dqliteId << ": the cluster is now";
+            for (const auto& s : cmd.survivors) {
+                std::cout << " " << s;
+            }
+            std::cout << "\ncopy " << (cmd.config.dataDir / "dqlite").string()
+                      << " over the dqlite directory of every other survivor, then start them all\n";
+            return 0;
+        } catch (const std::exception& e) {
+            std::cerr << "ncstored: " << e.what() << "\n";
+            return 1;
+        }
     case Action::Run:
         break;
     }

@@ -96,7 +96,11 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
         ("cluster-status", "with --backend dqlite: print the cluster's nodes, roles and leader (asked through "
             "--dqlite-address and --dqlite-peer); then exit")
         ("cluster-remove", po::value<std::uint64_t>(),
-            "with --backend dqlite: remove node ID from the cluster (through its leader); then exit");
+            "with --backend dqlite: remove node ID from the cluster (through its leader); then exit")
+        ("cluster-recover", po::value<std::string>(),
+            "with --backend dqlite, server stopped: after the cluster lost its majority for good, make this "
+            "node's cluster the comma-separated survivors ID@ADDRESS (this node included); then exit "
+            "(README: High availability)");
     // clang-format on
     po::options_description server = fileOptions(c);
     po::options_description all(
@@ -149,6 +153,18 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (vm.count("cluster-status")) {
         out.action = Action::ClusterStatus;
+    }
+    if (vm.count("cluster-recover")) {
+        out.action = Action::ClusterRecover;
+        std::stringstream list(vm["cluster-recover"].as<std::string>());
+        for (std::string item; std::getline(list, item, ',');) {
+            if (!item.empty()) {
+                out.survivors.push_back(item);
+            }
+        }
+        if (out.survivors.empty()) {
+            throw OptionsError("--cluster-recover needs ID@ADDRESS,... of the surviving nodes");
+        }
     }
     if (vm.count("cluster-remove")) {
         out.action = Action::ClusterRemove;
@@ -209,13 +225,17 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     if (c.backend != "sqlite" && c.backend != "dqlite") {
         throw OptionsError("--backend must be sqlite or dqlite, not '" + c.backend + "'");
     }
-    const bool clusterCommand = out.action == Action::ClusterStatus || out.action == Action::ClusterRemove;
+    const bool clusterCommand = out.action == Action::ClusterStatus || out.action == Action::ClusterRemove ||
+                                out.action == Action::ClusterRecover;
     if (c.backend == "dqlite" || clusterCommand) {
         if (c.dqliteAddress.empty() && !(clusterCommand && !c.dqlitePeers.empty())) {
             throw OptionsError("--backend dqlite needs --dqlite-address IPv4:PORT");
         }
         if (c.dqliteId == 0) {
             throw OptionsError("--dqlite-id must be at least 1");
+        }
+        if (out.action == Action::ClusterRecover && c.dqliteAddress.empty()) {
+            throw OptionsError("--cluster-recover needs this node's --dqlite-id and --dqlite-address");
         }
         if (c.dqliteId != 1 && c.dqlitePeers.empty() && !clusterCommand) {
             throw OptionsError("--dqlite-id " + std::to_string(c.dqliteId) +

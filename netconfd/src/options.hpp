@@ -55,7 +55,7 @@ struct ServerConfig {
     unsigned dqliteLatencyMs = 0;         ///< one-way latency between nodes; 0: dqlite's defaults
 };
 
-enum class Action { Run, Help, Version, AddUser, ResetNacm, ClusterStatus, ClusterRemove };
+enum class Action { Run, Help, Version, AddUser, ResetNacm, ClusterStatus, ClusterRemove, ClusterRecover };
 
 struct CommandLine {
     Action action = Action::Run;
@@ -63,6 +63,7 @@ struct CommandLine {
     std::string addUser;        ///< with Action::AddUser
     std::string group;          ///< with Action::AddUser: the NACM group to put the user into ("" none)
     std::uint64_t removeId = 0; ///< with Action::ClusterRemove
+    std::vector<std::string> survivors; ///< with Action::ClusterRecover: "ID@ADDRESS" each
     std::string helpText;
 };
 

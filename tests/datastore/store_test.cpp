@@ -495,6 +495,30 @@ TEST_P(StoreTest, ParallelReadersSeeEveryWritersEditsInOrder) {
     });
 }
 
+TEST_P(StoreTest, KeysAndValuesThatLookLikeSqlAreStoredAsTheyAre) {
+    // Quotes, semicolons and comments in keys (record paths) and values: data, never SQL.
+    const std::string name = "it's; DROP TABLE records; --";
+    const std::string xml = "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "
+                            "xmlns:ianaift=\"urn:ietf:params:xml:ns:yang:iana-if-type\"><interface><name>" +
+                            name + "</name><type>ianaift:ethernetCsmacd</type></interface></interfaces>";
+    const std::string merge =
+        "<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\"><interface><name>" + name +
+        "</name><description>'); DELETE FROM patches; -- \u00e9</description>"
+        "</interface></interfaces>";
+    {
+        auto s = open();
+        edit(*s, xml);
+        edit(*s, merge);
+        edit(*s, interfacesXml("eth", 0, 2));
+    }
+    auto s = open();
+    const std::string dumped = dump(*s, Datastore::Running);
+    EXPECT_NE(dumped.find("<name>it's; DROP TABLE records; --</name>"), std::string::npos) << dumped;
+    EXPECT_NE(dumped.find("<description>'); DELETE FROM patches; -- \u00e9</description>"), std::string::npos)
+        << dumped;
+    s->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 3u); });
+}
+
 std::vector<std::pair<std::uint64_t, std::string>> journalRows(const Store& s, const std::string& name,
                                                                std::uint64_t after) {
     std::vector<std::pair<std::uint64_t, std::string>> rows;

@@ -148,3 +148,27 @@ def test_a_server_whose_node_loses_the_leadership_stops_serving(cluster):
     leader.start(wait=False)
     cluster.wait_voters(3)
     assert not leader.serving()
+
+
+def test_a_cluster_that_lost_its_majority_is_recovered_on_the_survivor(cluster):
+    survivor = cluster.servers[0]
+    m = survivor.connect()
+    m.edit_config(target="running", config=config(iface("kept")))
+    m.close_session()
+    for s in cluster.servers[1:]:
+        s.kill()  # for good: two of three, the majority
+    # Alone, its node cannot stay leader: the server stops serving.
+    assert survivor.proc.wait(30) == 75, survivor.log_tail()
+    address = cluster.addresses[0]
+    r = subprocess.run([survivor.binary, "--data-dir", survivor.data_dir, "--backend", "dqlite",
+                        "--dqlite-id", "1", "--dqlite-address", address, "--cluster-recover", "1@" + address],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    survivor.start()  # leads a cluster of one
+    m = survivor.connect()
+    try:
+        assert "kept" in interfaces(m)
+        m.edit_config(target="running", config=config(iface("after-recovery")))
+        assert "after-recovery" in interfaces(m)
+    finally:
+        m.close_session()

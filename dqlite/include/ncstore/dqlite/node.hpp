@@ -18,12 +18,15 @@
 // Thread-safety: one thread at a time per Node; libdqlite runs the node on a thread of its own.
 #pragma once
 
+#include "ncstore/dqlite/client.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 struct dqlite_node;
 
@@ -56,6 +59,11 @@ public:
     void start();
     /// Stops the node (idempotent): in-flight requests complete, connections are closed.
     void stop();
+    /// Recovery of a cluster that lost its majority for good (dqlite_node_recover_ext): rewrites
+    /// this node's Raft configuration to `survivors` (this node included, with their roles). Only
+    /// on a node that is not running, once, on the survivor with the newest log; its data
+    /// directory then replaces the other survivors' before they all start again. Throws NodeError.
+    void recover(const std::vector<NodeInfo>& survivors);
 
     bool running() const noexcept { return running_; }
     const Options& options() const noexcept { return options_; }
