@@ -592,8 +592,8 @@ public:
 
     std::atomic<std::uint64_t> failed_{0};
     detail::Publisher publisher_{options_.maxUnpublished}; // outlives the writer, which feeds it
-    detail::Backend* backend_ =
-        nullptr; // owned by writer_; its readJournal() etc. may be called from any thread
+    // Owned by writer_; readJournal(), backup() and integrityCheck() may be called from any thread.
+    detail::Backend* backend_ = nullptr;
     std::unique_ptr<detail::Writer> writer_; // last: stopped (drained) first
 };
 

@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -148,6 +149,88 @@ struct StopState {
     }
 };
 
+/// Runs an offline command (no server): its exit status, or 1 with the error on stderr.
+int offline(const std::function<int()>& command) {
+    try {
+        return command();
+    } catch (const std::exception& e) {
+        std::cerr << "ncstored: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+/// A standby waits for its dqlite node to lead, and on a fixed port tells clients where the
+/// leader is meanwhile (standby.hpp). False when a stop was asked for first.
+bool standbyUntilLeader(ncstore::cluster::Member& member, const ServerConfig& config, StopState& stop) {
+    std::mutex leaderMutex;
+    std::string leader = member.leader();
+    std::optional<ncstore::cluster::StandbyNotice> notice;
+    bool announced = false;
+    while (!member.isLeader()) {
+        {
+            std::lock_guard l(leaderMutex);
+            leader = member.leader();
+        }
+        if (!notice && config.port != 0) {
+            notice.emplace(config.listen, config.port, [&] {
+                std::lock_guard l(leaderMutex);
+                return "ncstored standby: dqlite node " + std::to_string(config.dqliteId) +
+                       " here is not the leader of its cluster, whose server alone serves NETCONF.\r\n"
+                       "The leader now: " +
+                       (leader.empty() ? std::string("none known (an election is going on)")
+                                       : "the server of dqlite node " + leader) +
+                       ".\r\n";
+            });
+        }
+        if (!announced) {
+            NCS_LOG(info) << "standby: this server serves NETCONF once its dqlite node " << config.dqliteId
+                          << " is the leader (leader now: " << (leader.empty() ? "none known" : leader)
+                          << ")";
+            announced = true;
+        }
+        if (stop.waitFor(std::chrono::milliseconds(200))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// While the server serves, asks its dqlite node every 200 ms whether it still leads; after two
+/// noes in a row it stops the server (the node stepped down: another server serves now).
+class LeadershipWatch {
+public:
+    LeadershipWatch(ncstore::cluster::Member& member, Server& server)
+        : thread_([this, &member, &server] { watch(member, server); }) {}
+    LeadershipWatch(const LeadershipWatch&) = delete;
+    LeadershipWatch& operator=(const LeadershipWatch&) = delete;
+    ~LeadershipWatch() {
+        watching_ = false;
+        thread_.join();
+    }
+    bool lost() const { return lost_; }
+
+private:
+    void watch(ncstore::cluster::Member& member, Server& server) {
+        ncstore::nameThisThread("ncs-leadership");
+        for (int misses = 0; watching_;) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            misses = member.isLeader() ? 0 : misses + 1;
+            if (misses == 2) {
+                NCS_LOG(error) << "dqlite node " << member.options().id
+                               << " is no longer the leader (leader now: " << member.leader()
+                               << "): this server stops serving";
+                lost_ = true;
+                server.requestStop();
+                return;
+            }
+        }
+    }
+
+    std::atomic<bool> watching_{true};
+    std::atomic<bool> lost_{false};
+    std::thread thread_; // last: started once the flags exist
+};
+
 } // namespace
 
 int main(int argc, char* argv[]) {
@@ -168,40 +251,24 @@ int main(int argc, char* argv[]) {
         std::cout << "ncstored " << NCSTORE_VERSION << "\n";
         return 0;
     case Action::AddUser:
-        try {
-            return addUser(cmd.config, cmd.addUser, cmd.group);
-        } catch (const std::exception& e) {
-            std::cerr << "ncstored: " << e.what() << "\n";
-            return 1;
-        }
+        return offline([&] { return addUser(cmd.config, cmd.addUser, cmd.group); });
     case Action::ResetNacm:
-        try {
-            return resetNacm(cmd.config);
-        } catch (const std::exception& e) {
-            std::cerr << "ncstored: " << e.what() << "\n";
-            return 1;
-        }
+        return offline([&] { return resetNacm(cmd.config); });
     case Action::ClusterStatus:
-        try {
+        return offline([&] {
             std::cout << ncstore::cluster::Member::status(clusterAddresses(cmd.config));
             return 0;
-        } catch (const std::exception& e) {
-            std::cerr << "ncstored: " << e.what() << "\n";
-            return 1;
-        }
+        });
     case Action::ClusterRemove:
-        try {
+        return offline([&] {
             ncstore::cluster::Member::remove(clusterAddresses(cmd.config), cmd.removeId);
             std::cout << "node " << cmd.removeId << " removed\n";
             return 0;
-        } catch (const std::exception& e) {
-            std::cerr << "ncstored: " << e.what() << "\n";
-            return 1;
-        }
+        });
     case Action::ClusterRecover:
-        try {
+        return offline([&] {
             // Only with the server stopped: its lock says whether it runs.
-            ncstore::files::ProcessLock lock(lockFile(cmd.config));
+            const ncstore::files::ProcessLock lock(lockFile(cmd.config));
             ncstore::cluster::Member::recover(memberOptions(cmd.config), cmd.survivors);
             std::cout << "node " << cmd.config.dqliteId << ": the cluster is now";
             for (const auto& s : cmd.survivors) {
@@ -210,10 +277,7 @@ int main(int argc, char* argv[]) {
             std::cout << "\ncopy " << (cmd.config.dataDir / "dqlite").string()
                       << " over the dqlite directory of every other survivor, then start them all\n";
             return 0;
-        } catch (const std::exception& e) {
-            std::cerr << "ncstored: " << e.what() << "\n";
-            return 1;
-        }
+        });
     case Action::Run:
         break;
     }
@@ -256,71 +320,22 @@ int main(int argc, char* argv[]) {
         std::optional<ncstore::cluster::Member> member;
         if (cmd.config.backend == "dqlite") {
             member.emplace(memberOptions(cmd.config));
-            // Standby: only the leader's server serves (member.hpp); the others wait to lead and,
-            // on a fixed port, tell clients where the leader is (standby.hpp).
-            std::mutex leaderMutex;
-            std::string leader = member->leader();
-            std::optional<ncstore::cluster::StandbyNotice> notice;
-            bool announced = false;
-            while (!member->isLeader()) {
-                {
-                    std::lock_guard l(leaderMutex);
-                    leader = member->leader();
-                }
-                if (!notice && cmd.config.port != 0) {
-                    notice.emplace(cmd.config.listen, cmd.config.port, [&] {
-                        std::lock_guard l(leaderMutex);
-                        return "ncstored standby: dqlite node " + std::to_string(cmd.config.dqliteId) +
-                               " here is not the leader of its cluster, whose server alone serves "
-                               "NETCONF.\r\n"
-                               "The leader now: " +
-                               (leader.empty() ? std::string("none known (an election is going on)")
-                                               : "the server of dqlite node " + leader) +
-                               ".\r\n";
-                    });
-                }
-                if (!announced) {
-                    NCS_LOG(info) << "standby: this server serves NETCONF once its dqlite node "
-                                  << cmd.config.dqliteId << " is the leader (leader now: "
-                                  << (leader.empty() ? "none known" : leader) << ")";
-                    announced = true;
-                }
-                if (stop.waitFor(std::chrono::milliseconds(200))) {
-                    NCS_LOG(info) << "ncstored stopped (standby)";
-                    return 0;
-                }
+            if (!standbyUntilLeader(*member, cmd.config, stop)) {
+                NCS_LOG(info) << "ncstored stopped (standby)";
+                return 0;
             }
             NCS_LOG(info) << "dqlite node " << cmd.config.dqliteId << " is the leader: loading the datastore";
         }
         Server server(cmd.config);
         server.start();
         stop.serving(&server);
-        std::atomic<bool> lostLeadership{false};
-        std::atomic<bool> watching{true};
-        std::thread watch;
+        std::optional<LeadershipWatch> watch;
         if (member) {
-            watch = std::thread([&] {
-                ncstore::nameThisThread("ncs-leadership");
-                int misses = 0;
-                while (watching) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                    misses = member->isLeader() ? 0 : misses + 1;
-                    if (misses == 2) {
-                        NCS_LOG(error) << "dqlite node " << cmd.config.dqliteId
-                                       << " is no longer the leader (leader now: " << member->leader()
-                                       << "): this server stops serving";
-                        lostLeadership = true;
-                        server.requestStop();
-                        return;
-                    }
-                }
-            });
+            watch.emplace(*member, server);
         }
         server.run();
-        watching = false;
-        if (watch.joinable()) {
-            watch.join();
-        }
+        const bool lostLeadership = watch && watch->lost();
+        watch.reset();
         stop.serving(nullptr);
         if (lostLeadership) {
             return kLostLeadership;
