@@ -226,39 +226,54 @@ void DqliteBackend::fail(const std::string& what, const std::exception& e) const
 }
 
 void DqliteBackend::migrate() {
-    cluster_.run(
-        [&](Connection& c) {
-            const auto db = c.open(options_.database);
-            c.exec(db, kCreateMeta);
-            const auto rows = c.query(db, kMetaSql, {std::string("schema_version")});
-            const int version = rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
-            if (version > kSchemaVersion) {
-                throw Error(ErrorTag::OperationFailed,
-                            describe() + " was written by a newer ncstore (schema version " +
-                                std::to_string(version) + ", this build knows " +
-                                std::to_string(kSchemaVersion) + ")");
-            }
-            if (version == kSchemaVersion) {
-                return;
-            }
-            // Every step is idempotent (IF NOT EXISTS, OR REPLACE): run again whole when the
-            // answer to COMMIT was lost.
-            c.exec(db, "BEGIN");
-            try {
-                for (int step = version + 1; step <= kSchemaVersion; ++step) {
-                    for (const std::string& sql : schemaStep(step)) {
-                        c.exec(db, sql);
+    // Always one write transaction, even with nothing to migrate: it takes the database's write
+    // lock, so it runs after whatever a writer that went away (a killed server, a deposed leader)
+    // still had in flight, and what this store then loads includes that writer's last commit if
+    // it was made. Loading first could miss a commit that lands a moment later.
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    for (;;) {
+        try {
+            cluster_.run(
+                [&](Connection& c) {
+                    const auto db = c.open(options_.database);
+                    // Each statement is idempotent (IF NOT EXISTS, OR REPLACE): run again whole
+                    // when the answer to COMMIT was lost.
+                    c.exec(db, "BEGIN");
+                    try {
+                        c.exec(db, kCreateMeta);
+                        const auto rows = c.query(db, kMetaSql, {std::string("schema_version")});
+                        const int version =
+                            rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
+                        if (version > kSchemaVersion) {
+                            throw Error(ErrorTag::OperationFailed,
+                                        describe() + " was written by a newer ncstore (schema version " +
+                                            std::to_string(version) + ", this build knows " +
+                                            std::to_string(kSchemaVersion) + ")");
+                        }
+                        for (int step = version + 1; step <= kSchemaVersion; ++step) {
+                            for (const std::string& sql : schemaStep(step)) {
+                                c.exec(db, sql);
+                            }
+                        }
+                        c.exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                               {std::to_string(kSchemaVersion)});
+                        c.exec(db, "COMMIT");
+                    } catch (...) {
+                        rollbackQuietly(c, db);
+                        throw;
                     }
-                    c.exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
-                           {std::to_string(step)});
-                }
-                c.exec(db, "COMMIT");
-            } catch (...) {
-                rollbackQuietly(c, db);
+                },
+                left(deadline), true);
+            return;
+        } catch (const dqlite::Error& e) {
+            // Another writer's transaction still holds the lock (SQLITE_BUSY and its extended codes).
+            if (e.kind() != Kind::Server || (e.code() & 0xff) != kSqliteBusy ||
+                std::chrono::steady_clock::now() >= deadline) {
                 throw;
             }
-        },
-        options_.timeout, true);
+            std::this_thread::sleep_for(milliseconds{10});
+        }
+    }
 }
 
 dqlite::Rows DqliteBackend::query(const std::string& sql, const std::vector<Value>& params) {
@@ -357,13 +372,14 @@ std::pair<std::uint64_t, std::uint64_t> DqliteBackend::apply(const std::vector<c
                 } else {
                     cluster_.invalidate();
                 }
-                const bool again = e.kind() != Kind::Server || e.code() == kSqliteBusy;
+                const bool busy = e.kind() == Kind::Server && (e.code() & 0xff) == kSqliteBusy;
+                const bool again = e.kind() != Kind::Server || busy;
                 if (!again || std::chrono::steady_clock::now() >= deadline) {
                     fail("cannot commit to", e);
                 }
                 NCS_LOG(warning) << "datastore: commit to " << describe() << " not made (" << e.what()
                                  << "): running it again";
-                if (e.code() == kSqliteBusy) {
+                if (busy) {
                     std::this_thread::sleep_for(milliseconds{10});
                 }
                 continue;

@@ -13,6 +13,9 @@
 //    that can still commit (dqlite runs a barrier before a new leader serves): at least the
 //    batch's own commit id means committed (there is one writer per database), less means
 //    never, and it is run again. A batch with no commit id cannot be told: it fails.
+//  - opening takes the database's write lock once before loading (a transaction that writes the
+//    schema version): a commit that a writer which went away still had in flight lands before
+//    the load, never after it (the kill -9 crash test found that);
 //  - backup() and integrityCheck() read through the leader.
 #pragma once
 

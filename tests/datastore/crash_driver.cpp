@@ -59,7 +59,7 @@ std::vector<std::string> createdInterfaces(const ds::ChangeSet& cs) {
 
 int main(int argc, char** argv) {
     if (argc < 5) {
-        std::cerr << "usage: " << argv[0] << " commit|fill DBFILE THREADS RUN-ID\n";
+        std::cerr << "usage: " << argv[0] << " commit|fill DBFILE|dqlite:ADDRESS THREADS RUN-ID\n";
         return 2;
     }
     const std::string mode = argv[1];
@@ -67,6 +67,10 @@ int main(int argc, char** argv) {
     Context ctx = test::interfacesContext();
     ds::StoreOptions options;
     options.file = argv[2];
+    // "dqlite:ADDRESS": the store on a dqlite node's database (issue 17's backend) instead.
+    if (const std::string target = argv[2]; target.rfind("dqlite:", 0) == 0) {
+        options.dqlite = ds::DqliteStoreOptions{{target.substr(7)}, "crash.db", std::chrono::seconds(10)};
+    }
     const int threads = std::stoi(argv[3]);
     const std::string run = argv[4];
     if (mode == "fill") {

@@ -4,6 +4,7 @@
 // across restarts, and SQLite's integrity check must pass. Cycles: NCSTORE_CRASH_CYCLES
 // (default 20; the long mode is 1000). A full disk fails commits clearly, and once there is room
 // again the next commit succeeds and nothing stale comes back after a restart.
+#include "support.hpp"
 #include "test_support.hpp"
 
 #include "ncstore/changes.hpp"
@@ -107,17 +108,19 @@ std::set<std::string> acknowledged(const std::string& out) {
     return tags;
 }
 
-TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
+/// Cycles of: the driver commits from 4 threads and is killed with -9 at a random moment; then
+/// the store is opened on `options` and checked. `target` is the driver's DBFILE argument;
+/// `betweenCycles(cycle)` runs after each kill (the dqlite variant kills its node too).
+void killCycles(const std::string& target, const ds::StoreOptions& options,
+                const std::function<void(int cycle)>& betweenCycles = {}) {
     const char* env = std::getenv("NCSTORE_CRASH_CYCLES");
     const int cycles = env ? std::atoi(env) : 20;
-    test::TempDir dir;
-    const auto db = dir.path() / "crash.db";
     Context ctx = test::interfacesContext();
     std::mt19937 rng(std::random_device{}());
     std::set<std::string> allAcked;
     std::uint64_t lastCommitId = 0;
     for (int cycle = 0; cycle < cycles; ++cycle) {
-        Child c = spawn({NCSTORE_CRASH_DRIVER, "commit", db.string(), "4", "c" + std::to_string(cycle)});
+        Child c = spawn({NCSTORE_CRASH_DRIVER, "commit", target, "4", "c" + std::to_string(cycle)});
         // Odd cycles kill 20-220 ms after the start, possibly while the store opens and recovers;
         // even ones 20-220 ms after the driver is ready, so that some cycles commit even where
         // the start-up alone takes longer than that (a sanitizer build on a busy machine).
@@ -130,9 +133,10 @@ TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
         waitpid(c.pid, &status, 0);
         auto acked = acknowledged(out);
         allAcked.insert(acked.begin(), acked.end());
+        if (betweenCycles) {
+            betweenCycles(cycle);
+        }
 
-        ds::StoreOptions options;
-        options.file = db;
         auto store = ds::Store::open(ctx.get(), options);
         std::set<std::string> present;
         store->read(ds::Datastore::Running, [&](const lyd_node* t) {
@@ -168,6 +172,34 @@ TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
         ASSERT_EQ(store->integrityCheck(), "ok") << "cycle " << cycle;
     }
     EXPECT_GT(allAcked.size(), 0u) << "the driver never acknowledged anything";
+}
+
+TEST(CrashTest, AcknowledgedEditsSurviveKill9) {
+    test::TempDir dir;
+    ds::StoreOptions options;
+    options.file = dir.path() / "crash.db";
+    killCycles(options.file.string(), options);
+}
+
+TEST(CrashTest, AcknowledgedEditsSurviveKill9OfTheStoreAndOfItsDqliteNode) {
+    // The dqlite backend (issue 17): a store killed in the middle of a transaction leaves it to
+    // the node to roll back; every third cycle the node (a process of its own) is killed with -9
+    // too and restarted on its data: what it acknowledged must come back from its Raft log.
+    test::TempDir dir;
+    const auto nodeDir = dir.path() / "node";
+    std::filesystem::create_directory(nodeDir);
+    const std::string address = dqlite::test::freeAddress();
+    auto node = std::make_unique<dqlite::test::ChildNode>(1, address, nodeDir, std::chrono::milliseconds{0});
+    ds::StoreOptions options;
+    options.dqlite = ds::DqliteStoreOptions{{address}, "crash.db", std::chrono::seconds(10)};
+    killCycles("dqlite:" + address, options, [&](int cycle) {
+        if (cycle % 3 == 2) {
+            node->kill();
+            node.reset();
+            node =
+                std::make_unique<dqlite::test::ChildNode>(1, address, nodeDir, std::chrono::milliseconds{0});
+        }
+    });
 }
 
 TEST(CrashTest, FullDiskFailsCommitsClearlyAndKeepsTheStoreConsistent) {
