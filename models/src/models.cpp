@@ -182,6 +182,8 @@ Context buildContext(const ModelOptions& options) {
         load(ctx.get(), "ietf-yang-push", "2019-09-09", ypFeatures);
         // The commit history (history/): /commits, rollback, comments on writes.
         load(ctx.get(), "ncstore-commits", "2026-12-02", nullptr);
+        // The dqlite cluster of --backend dqlite (netconfd/cluster): state data only.
+        load(ctx.get(), "ncstore-cluster", "2026-12-03", nullptr);
     }
 
     const char* allFeatures[] = {"*", nullptr};

@@ -23,6 +23,8 @@ dqlite::Node::Options nodeOptions(const MemberOptions& o) {
     return n;
 }
 
+} // namespace
+
 const char* roleName(dqlite::Role role) {
     switch (role) {
     case dqlite::Role::Voter:
@@ -35,8 +37,6 @@ const char* roleName(dqlite::Role role) {
     return "?";
 }
 
-} // namespace
-
 Member::Member(MemberOptions options) : options_(std::move(options)), node_(nodeOptions(options_)) {
     node_.start();
     if (options_.id != 1 || !options_.peers.empty()) {
@@ -45,7 +45,10 @@ Member::Member(MemberOptions options) : options_(std::move(options)), node_(node
 }
 
 Member::~Member() {
-    own_.reset();
+    {
+        const std::lock_guard lock(mutex_);
+        own_.reset();
+    }
     try {
         node_.stop();
     } catch (const std::exception& e) {
@@ -95,20 +98,38 @@ void Member::join() {
                              std::to_string(options_.joinTimeout.count()) + " ms: " + last);
 }
 
+dqlite::Connection& Member::own() {
+    if (!own_ || !own_->usable()) {
+        dqlite::ConnectOptions o;
+        o.connectTimeout = 1000ms;
+        o.requestTimeout = 1000ms;
+        own_.emplace(dqlite::Connection::connect(options_.address, o));
+    }
+    return *own_;
+}
+
 std::optional<dqlite::NodeInfo> Member::askLeader() {
+    const std::lock_guard lock(mutex_);
     try {
-        if (!own_ || !own_->usable()) {
-            dqlite::ConnectOptions o;
-            o.connectTimeout = 1000ms;
-            o.requestTimeout = 1000ms;
-            own_.emplace(dqlite::Connection::connect(options_.address, o));
-        }
-        return own_->leader();
+        return own().leader();
     } catch (const dqlite::Error& e) {
         NCS_LOG(debug) << "dqlite node " << options_.id << ": cannot ask for the leader: " << e.what();
         own_.reset();
         return std::nullopt;
     }
+}
+
+Member::View Member::view() {
+    const std::lock_guard lock(mutex_);
+    View v;
+    try {
+        v.leader = own().leader();
+        v.nodes = own().cluster();
+    } catch (const dqlite::Error& e) {
+        NCS_LOG(debug) << "dqlite node " << options_.id << ": cannot read the cluster: " << e.what();
+        own_.reset();
+    }
+    return v;
 }
 
 bool Member::isLeader() {

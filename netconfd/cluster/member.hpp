@@ -13,7 +13,8 @@
 //  3. Nothing here runs SQL: the datastore's dqlite backend does, on the embedded node only
 //     (storeOptions()), so that a node that is not leader can never write through another.
 //
-// Thread-safety: isLeader() and leader() from one thread at a time (each keeps a connection).
+// Thread-safety: every method may be called from any thread (they share one connection to the
+// embedded node, under a mutex).
 #pragma once
 
 #include "ncstore/dqlite/client.hpp"
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +39,9 @@ struct MemberOptions {
     std::chrono::milliseconds joinTimeout{30000};
 };
 
+/// "voter", "standby", "spare" (as ncstore-cluster's role enumeration names them).
+const char* roleName(dqlite::Role role);
+
 class Member {
 public:
     /// Starts the node and joins (promise 1). Throws std::runtime_error naming what failed.
@@ -49,6 +54,13 @@ public:
     bool isLeader();
     /// The leader as the embedded node knows it ("" when it knows none).
     std::string leader();
+    /// The cluster's configuration and leader as the embedded node knows them (for the state
+    /// data, ncstore-cluster); the nodes are empty when it cannot tell.
+    struct View {
+        std::optional<dqlite::NodeInfo> leader;
+        std::vector<dqlite::NodeInfo> nodes;
+    };
+    View view();
     const MemberOptions& options() const noexcept { return options_; }
 
     /// Every node of the cluster with its role, and the leader, as the leader reports them:
@@ -62,11 +74,14 @@ public:
 
 private:
     void join();
+    /// The connection to the embedded node, connected if it is not (mutex_ held).
+    dqlite::Connection& own();
     std::optional<dqlite::NodeInfo> askLeader();
 
     MemberOptions options_;
     dqlite::Node node_;
-    std::optional<dqlite::Connection> own_; // to the embedded node
+    std::mutex mutex_;
+    std::optional<dqlite::Connection> own_; // to the embedded node; guarded by mutex_
 };
 
 } // namespace ncstore::cluster

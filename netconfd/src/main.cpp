@@ -326,7 +326,7 @@ int main(int argc, char* argv[]) {
             }
             NCS_LOG(info) << "dqlite node " << cmd.config.dqliteId << " is the leader: loading the datastore";
         }
-        Server server(cmd.config);
+        Server server(cmd.config, member ? &*member : nullptr);
         server.start();
         stop.serving(&server);
         std::optional<LeadershipWatch> watch;

@@ -54,8 +54,8 @@ const char* toString(TermReason r) {
     return "other";
 }
 
-Server::Server(const ServerConfig& config)
-    : config_(config), users_(config.dataDir / "users", config.dataDir / "authorized_keys") {
+Server::Server(const ServerConfig& config, cluster::Member* member)
+    : config_(config), member_(member), users_(config.dataDir / "users", config.dataDir / "authorized_keys") {
     files::preparePrivateDir(config_.dataDir);
     files::preparePrivateDir(config_.dataDir / "authorized_keys");
 

@@ -38,12 +38,18 @@
 #include <string>
 #include <thread>
 
+namespace ncstore::cluster {
+class Member;
+}
+
 namespace ncstore::netconfd {
 
 class Server {
 public:
     /// Builds the context, opens the store, prepares users and host keys. Throws on failure.
-    explicit Server(const ServerConfig& config);
+    /// `member`: this server's place in its dqlite cluster (--backend dqlite), shown in the state
+    /// data (ncstore-cluster); it must outlive the server.
+    explicit Server(const ServerConfig& config, cluster::Member* member = nullptr);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -154,7 +160,8 @@ private:
     std::unique_ptr<AccessControl> nacm_;               // NACM: the policy in force, the counters
     std::unique_ptr<notify::Service> notifications_;    // after store_: gone before it
     std::unique_ptr<confirm::ConfirmedCommit> confirm_; // uses both above: gone before them
-    std::unique_ptr<history::History> history_;         // after store_: gone before it
+    cluster::Member* member_ = nullptr;
+    std::unique_ptr<history::History> history_; // after store_: gone before it
     UserDb users_;
     Stats stats_;
     DispatchTable dispatch_;

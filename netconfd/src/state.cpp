@@ -3,6 +3,7 @@
 // counters (RFC 8341) and the commit history (ncstore-commits).
 #include "events.hpp"
 #include "filter.hpp"
+#include "member.hpp"
 #include "server.hpp"
 #include "session.hpp"
 
@@ -96,6 +97,29 @@ Tree commitsState(const ly_ctx* ctx, const std::vector<history::Entry>& entries)
         if (!e.comment.empty()) {
             leaf("comment", e.comment);
         }
+    }
+    return out;
+}
+
+Tree clusterState(const ly_ctx* ctx, std::uint64_t self, const cluster::Member::View& view) {
+    Tree out;
+    auto set = [&](const std::string& path, const std::string& value) {
+        lyd_node* raw = out.release();
+        const LY_ERR rc =
+            lyd_new_path(raw, ctx, path.c_str(), value.c_str(), LYD_NEW_PATH_UPDATE, raw ? nullptr : &raw);
+        out.reset(raw);
+        if (rc != LY_SUCCESS) {
+            throw YangError("cannot build the cluster state at " + path, ctx);
+        }
+    };
+    set("/ncstore-cluster:cluster/this-node", std::to_string(self));
+    if (view.leader) {
+        set("/ncstore-cluster:cluster/leader", std::to_string(view.leader->id));
+    }
+    for (const auto& n : view.nodes) {
+        const std::string node = "/ncstore-cluster:cluster/node[id='" + std::to_string(n.id) + "']";
+        set(node + "/address", n.address);
+        set(node + "/role", cluster::roleName(n.role));
     }
     return out;
 }
@@ -280,6 +304,10 @@ Tree Server::stateData(const lyd_node* filterNode) const {
     // The commit history (ncstore-commits)
     if (wanted("ncstore-commits", "commits")) {
         adopt(commitsState(ctx, history_->entries()), "the commit history");
+    }
+    // The dqlite cluster (ncstore-cluster), with --backend dqlite
+    if (member_ && wanted("ncstore-cluster", "cluster")) {
+        adopt(clusterState(ctx, member_->options().id, member_->view()), "the cluster");
     }
     return state; // adopt() keeps it at the first sibling
 }

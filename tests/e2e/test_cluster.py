@@ -94,9 +94,31 @@ def cluster():
     assert not reports, reports
 
 
+CLUSTER_NS = "urn:ncstore:yang:ncstore-cluster"
+
+
+def cluster_state(m):
+    """The leader's /cluster state data (ncstore-cluster): (this-node, leader, {id: (address, role)})."""
+    from lxml import etree
+    reply = m.get(filter=("subtree", '<cluster xmlns="%s"/>' % CLUSTER_NS))
+    root = etree.fromstring(reply.data_xml.encode())
+    ns = {"c": CLUSTER_NS}
+    nodes = {int(n.findtext("c:id", namespaces=ns)): (n.findtext("c:address", namespaces=ns),
+                                                       n.findtext("c:role", namespaces=ns))
+             for n in root.iterfind(".//c:node", ns)}
+    return (root.findtext(".//c:this-node", namespaces=ns), root.findtext(".//c:leader", namespaces=ns), nodes)
+
+
 def test_only_the_leader_serves_and_a_kill_9_loses_no_acknowledged_edit(cluster):
     leader = cluster.servers[0]
     assert cluster.serving() is leader
+    m = leader.connect()
+    try:
+        this, lead, nodes = cluster_state(m)
+        assert (this, lead) == ("1", "1")
+        assert nodes == {i + 1: (a, "voter") for i, a in enumerate(cluster.addresses)}
+    finally:
+        m.close_session()
     for s in cluster.servers[1:]:
         assert s.alive() and not s.serving(), "a standby serves:\n" + s.log_tail()
 
@@ -112,9 +134,11 @@ def test_only_the_leader_serves_and_a_kill_9_loses_no_acknowledged_edit(cluster)
         got = set(interfaces(m))
         missing = [n for n in acked if n not in got]
         assert not missing, "acknowledged but lost in the failover: %s" % missing[:10]
-        # The new leader takes writes.
+        # The new leader takes writes, and says it leads.
         m.edit_config(target="running", config=config(iface("after-failover")))
         assert "after-failover" in interfaces(m)
+        this, lead, _ = cluster_state(m)
+        assert this == lead == str(cluster.servers.index(successor) + 1)
     finally:
         m.close_session()
     assert took < 10, "failover took %.1f s" % took
