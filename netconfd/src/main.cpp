@@ -86,15 +86,15 @@ int resetNacm(const ServerConfig& config) {
 /// saw 15 arenas of 10-18 MB each for a live heap of about 50 MB). Two per core keep threads
 /// from queueing on one lock while the server's memory stays that of its data. An operator's
 /// MALLOC_ARENA_MAX or glibc.malloc.arena_max tunable wins.
-void limitMallocArenas() {
+/// False when the limit could not be set (the caller says so once logging is set up: logged
+/// before, it would go to stdout, into what a command such as --cluster-status prints).
+bool limitMallocArenas() {
     const char* tunables = std::getenv("GLIBC_TUNABLES");
     if (std::getenv("MALLOC_ARENA_MAX") || (tunables && std::strstr(tunables, "glibc.malloc.arena_max"))) {
-        return;
+        return true;
     }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (mallopt(M_ARENA_MAX, 2 * cores) != 1) {
-        NCS_LOG(warning) << "cannot limit malloc arenas: the server's memory may grow with its sessions";
-    }
+    return mallopt(M_ARENA_MAX, 2 * cores) == 1;
 }
 
 /// The nodes a cluster command asks: this node's address and its peers.
@@ -234,7 +234,7 @@ private:
 } // namespace
 
 int main(int argc, char* argv[]) {
-    limitMallocArenas(); // before any thread exists
+    const bool arenasLimited = limitMallocArenas(); // before any thread exists
     CommandLine cmd;
     try {
         cmd = parseCommandLine(argc, argv);
@@ -280,6 +280,9 @@ int main(int argc, char* argv[]) {
         });
     case Action::Run:
         break;
+    }
+    if (!arenasLimited) {
+        NCS_LOG(warning) << "cannot limit malloc arenas: the server's memory may grow with its sessions";
     }
     // Signals are taken by one thread with sigwait; every other thread inherits the mask.
     sigset_t stopSignals;
