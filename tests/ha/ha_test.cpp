@@ -57,18 +57,10 @@ ClusterOptions quick() {
 class HaCluster : public ::testing::Test {
 protected:
     void SetUp() override {
-        std::string unavailable;
-        try {
-            net.emplace(3);
-        } catch (const ha::NetnsUnavailable& e) {
-            unavailable = e.what();
-        }
-        if (!unavailable.empty()) {
+        if (const std::string unavailable = ha::makeNetwork(net, 3); !unavailable.empty()) {
             // A machine that cannot make namespaces (a CI container without CAP_SYS_ADMIN) says
             // so and skips: unlike missing shared data, nothing in the repository can fix it.
-            // NCSTORE_HA_REQUIRED=1 makes it a failure, for the recorded `ctest -L ha` runs.
-            const char* required = std::getenv("NCSTORE_HA_REQUIRED");
-            if (required && std::string_view(required) == "1") {
+            if (ha::haRequired()) {
                 FAIL() << "NCSTORE_HA_REQUIRED=1: " << unavailable;
             }
             GTEST_SKIP() << "ha: " << unavailable;

@@ -303,4 +303,18 @@ std::vector<std::string> Network::leftovers() {
     return out;
 }
 
+std::string makeNetwork(std::optional<Network>& net, std::size_t nodes) {
+    try {
+        net.emplace(nodes);
+        return "";
+    } catch (const NetnsUnavailable& e) {
+        return e.what();
+    }
+}
+
+bool haRequired() {
+    const char* required = std::getenv("NCSTORE_HA_REQUIRED");
+    return required && std::string_view(required) == "1";
+}
+
 } // namespace ncstore::ha::test

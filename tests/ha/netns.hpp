@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -86,5 +87,11 @@ private:
     /// Commands that undo what was made, run in reverse order by teardown().
     std::vector<std::vector<std::string>> undo_;
 };
+
+/// Makes `net` a Network of `nodes`; returns "" then, or the reason this process cannot make
+/// namespaces (NetnsUnavailable), leaving `net` empty: tests then skip saying why, or fail when
+/// NCSTORE_HA_REQUIRED=1 (haRequired()), for the recorded `ctest -L ha` runs.
+std::string makeNetwork(std::optional<Network>& net, std::size_t nodes);
+bool haRequired();
 
 } // namespace ncstore::ha::test
