@@ -122,9 +122,10 @@ def test_only_the_leader_serves_and_a_kill_9_loses_no_acknowledged_edit(cluster)
     for s in cluster.servers[1:]:
         assert s.alive() and not s.serving(), "a standby serves:\n" + s.log_tail()
 
+    # 10 sessions commit until the leader is killed (issue 17's test).
     acked = edits_until_kill(
         leader, lambda m, name: m.edit_config(target="running", config=config(iface(name))), "ha",
-        at_least=60)
+        writers=10, at_least=100)
     assert acked
     killed_at = time.time()
     successor = cluster.serving(besides=leader)
