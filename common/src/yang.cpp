@@ -135,6 +135,13 @@ std::string printTree(const lyd_node* node, LYD_FORMAT format, uint32_t options)
     return printImpl(node, format, options, false, 0);
 }
 
+LY_ERR insertSiblings(Tree& forest, lyd_node* node) noexcept {
+    lyd_node* first = forest.release();
+    const LY_ERR rc = lyd_insert_sibling(first, node, &first);
+    forest.reset(first);
+    return rc;
+}
+
 Tree parseData(const ly_ctx* ctx, const std::string& text, LYD_FORMAT format, uint32_t parseOptions,
                uint32_t validateOptions) {
     lyd_node* tree = nullptr;

@@ -123,10 +123,7 @@ void build(const Sel& sel, const lyd_node* dataParent, const lyd_node* dataFirst
         lyd_node* copy = dupInto(d, parentCopy, s.whole ? LYD_DUP_RECURSIVE : 0);
         if (!parentCopy) {
             Subtree owned{copy};
-            lyd_node* first = result.release();
-            LY_ERR rc = lyd_insert_sibling(first, copy, &first);
-            result.reset(first);
-            if (rc != LY_SUCCESS) {
+            if (insertSiblings(result, copy) != LY_SUCCESS) {
                 throw Error("assembling filter output failed: " + lastError(LYD_CTX(d)));
             }
             owned.release(); // now part of `result`

@@ -776,10 +776,7 @@ Tree Access::readableCopy(const lyd_node* forest) const {
         if (!copy) {
             continue;
         }
-        lyd_node* first = result.release();
-        const LY_ERR rc = lyd_insert_sibling(first, copy.get(), &first);
-        result.reset(first);
-        if (rc != LY_SUCCESS) {
+        if (insertSiblings(result, copy.get()) != LY_SUCCESS) {
             throw YangError("assembling a read reply", LYD_CTX(n));
         }
         copy.release();

@@ -146,10 +146,7 @@ Tree Server::stateData(const lyd_node* filterNode) const {
         if (!part) {
             return;
         }
-        lyd_node* first = state.release();
-        const LY_ERR rc = lyd_insert_sibling(first, part.get(), &first);
-        state.reset(first);
-        if (rc != LY_SUCCESS) {
+        if (insertSiblings(state, part.get()) != LY_SUCCESS) {
             throw YangError(std::string("cannot assemble state data: ") + what, ctx);
         }
         part.release();

@@ -30,6 +30,11 @@ struct LydSubtreeDeleter {
 /// Owns one unlinked subtree (not its siblings).
 using Subtree = std::unique_ptr<lyd_node, LydSubtreeDeleter>;
 
+/// Links the top-level `node` (with its siblings, if any) into the forest `forest` owns, which
+/// keeps pointing at its first sibling. LY_SUCCESS: the forest owns `node` now (release the
+/// caller's owner); anything else: nothing changed, the caller still owns `node`.
+LY_ERR insertSiblings(Tree& forest, lyd_node* node) noexcept;
+
 struct LySetDeleter {
     void operator()(ly_set* set) const noexcept { ly_set_free(set, nullptr); }
 };
