@@ -186,7 +186,7 @@ void Member::recover(const MemberOptions& self, const std::vector<std::string>& 
     node.recover(infos);
     // Started and stopped at once: libdqlite 1.11 frees a node's Raft transport and event loop
     // only when it ran (a node destroyed before it ever started leaks them, LeakSanitizer saw
-    // it). Stopped well within the election timeout, it takes no part in any election.
+    // it). A recovered cluster of one may elect it at once, which changes no data; it stops at once.
     node.start();
     node.stop();
 }
