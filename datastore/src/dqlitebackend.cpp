@@ -5,6 +5,7 @@
 #include "ncstore/log.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <thread>
 
@@ -18,8 +19,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// One statement each where the file backend runs two: a round trip to the leader costs more
-// than the index SQLite then cannot use for half of the OR.
+// One statement each where the file backend runs two: each is a round trip to the leader.
 constexpr const char* kDeleteRecordsSql =
     "DELETE FROM records WHERE ds=? AND (path=? OR (path>=? AND path<?))";
 constexpr const char* kDeletePatchesSql =
@@ -42,12 +42,19 @@ std::string bytesOf(const Value& v) {
     return {};
 }
 
+/// An INTEGER column, or TEXT holding a number (the meta table's values); NULL is 0.
 std::uint64_t integerOf(const Value& v) {
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
         return static_cast<std::uint64_t>(std::max<std::int64_t>(*i, 0));
     }
     const std::string text = bytesOf(v);
-    return text.empty() ? 0 : std::stoull(text);
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+        throw Error(ErrorTag::OperationFailed,
+                    "the dqlite database holds '" + text + "' where a number belongs");
+    }
+    return n;
 }
 
 milliseconds left(std::chrono::steady_clock::time_point deadline) {
