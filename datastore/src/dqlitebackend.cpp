@@ -47,6 +47,9 @@ std::uint64_t integerOf(const Value& v) {
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
         return static_cast<std::uint64_t>(std::max<std::int64_t>(*i, 0));
     }
+    if (std::holds_alternative<std::nullptr_t>(v)) {
+        return 0;
+    }
     const std::string text = bytesOf(v);
     std::uint64_t n = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
