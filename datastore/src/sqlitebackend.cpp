@@ -72,8 +72,8 @@ SqliteBackend::SqliteBackend(const std::filesystem::path& file, Durability durab
         this);
     migrate();
     upsert_ = std::make_unique<SQLite::Statement>(db_, kUpsertRecordSql);
-    // Children of a record: belowRange(). Two statements, not one with OR: SQLite uses the (ds, path) index
-    // for each only then.
+    // Children of a record: belowRange(). Two statements, not one with OR: SQLite uses the
+    // (ds, path) index for each only then.
     deleteExact_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=? AND path=?");
     deleteBelow_ =
         std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=? AND path>=? AND path<?");
