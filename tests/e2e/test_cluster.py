@@ -85,12 +85,15 @@ class Cluster:
 @pytest.fixture
 def cluster():
     c = Cluster()
-    c.servers[0].start()  # node 1 bootstraps and leads
-    for s in c.servers[1:]:
-        s.start(wait=False)
-    c.wait_voters(3)
-    yield c
-    reports = c.cleanup()
+    try:
+        c.servers[0].start()  # node 1 bootstraps and leads
+        for s in c.servers[1:]:
+            s.start(wait=False)
+        c.wait_voters(3)
+        yield c
+    finally:
+        # Also when the set-up failed: no server may outlive the test.
+        reports = c.cleanup()
     assert not reports, reports
 
 
