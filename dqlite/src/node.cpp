@@ -7,15 +7,71 @@ extern "C" {
 #include <dqlite.h>
 }
 
+#include <cerrno>
 #include <csignal>
 #include <filesystem>
 #include <mutex>
 #include <utility>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace ncstore::dqlite {
+
+namespace {
+
+/// Raft's connections to the other nodes, made here rather than by libdqlite, whose own leave
+/// Nagle's algorithm on: a follower's small replies then waited for the leader's delayed ACK
+/// (the leader never writes on that connection), and about one commit in ten took ~45 ms
+/// instead of ~2 (seen with strace on a 3-node cluster). Blocking, as libdqlite wants it,
+/// bounded by a 2 s connect timeout. Returns 0 with the connected socket in *fd, or 1.
+int connectWithoutNagle(void* /*arg*/, const char* address, int* fd) {
+    const std::string a = address ? address : "";
+    const auto colon = a.rfind(':');
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    if (colon == std::string::npos || ::inet_pton(AF_INET, a.substr(0, colon).c_str(), &sa.sin_addr) != 1) {
+        return 1;
+    }
+    unsigned long port = 0;
+    try {
+        port = std::stoul(a.substr(colon + 1));
+    } catch (const std::exception&) {
+        return 1;
+    }
+    if (port == 0 || port > 65535) {
+        return 1;
+    }
+    sa.sin_port = htons(static_cast<std::uint16_t>(port));
+    const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0) {
+        return 1;
+    }
+    const int one = 1;
+    bool ok = ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
+    if (ok && ::connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) {
+        ok = errno == EINPROGRESS;
+        pollfd p{s, POLLOUT, 0};
+        int error = 0;
+        socklen_t len = sizeof error;
+        ok = ok && ::poll(&p, 1, 2000) == 1 && ::getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &len) == 0 &&
+             error == 0;
+    }
+    ok = ok && ::fcntl(s, F_SETFL, ::fcntl(s, F_GETFL) & ~O_NONBLOCK) == 0;
+    if (!ok) {
+        ::close(s);
+        return 1;
+    }
+    *fd = s;
+    return 0;
+}
+
+} // namespace
 
 void Node::Destroy::operator()(::dqlite_node* node) const noexcept {
     ::dqlite_node_destroy(node);
@@ -45,6 +101,9 @@ Node::Node(Options options) : options_(std::move(options)) {
     }
     if (const int bound = ::dqlite_node_set_bind_address(node_.get(), options_.address.c_str()); bound != 0) {
         fail("dqlite_node_set_bind_address", bound);
+    }
+    if (const int set = ::dqlite_node_set_connect_func(node_.get(), connectWithoutNagle, nullptr); set != 0) {
+        fail("dqlite_node_set_connect_func", set);
     }
     if (options_.networkLatency.count() > 0) {
         const auto ms = static_cast<unsigned>(options_.networkLatency.count());
