@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -27,6 +28,11 @@ constexpr const char* kDeletePatchesSql =
 constexpr const char* kDeleteAllRecordsSql = "DELETE FROM records WHERE ds=?";
 constexpr const char* kDeleteAllPatchesSql = "DELETE FROM patches WHERE ds=?";
 constexpr int kSqliteBusy = 5;
+// A page of journal rows after (commit id, seq): (name, commit id, commit id, seq, limit).
+constexpr const char* kReadJournalPageSql =
+    "SELECT commit_id, seq, data FROM journal WHERE name=? AND (commit_id>? OR (commit_id=? AND seq>?)) "
+    "ORDER BY commit_id, seq LIMIT ?";
+constexpr int kJournalPageRows = 500;
 
 /// A TEXT or BLOB column as bytes (NULL: empty).
 std::string bytesOf(const Value& v) {
@@ -428,14 +434,32 @@ std::pair<std::uint64_t, std::uint64_t> DqliteBackend::apply(const std::vector<c
 
 void DqliteBackend::readJournal(const std::string& name, std::uint64_t after,
                                 const std::function<void(const JournalRow&)>& fn) const {
-    dqlite::Rows rows;
-    try {
-        rows = queryApart(kReadJournalSql, {name, static_cast<std::int64_t>(after)});
-    } catch (const dqlite::Error& e) {
-        fail("cannot read journal " + name + " of", e);
-    }
-    for (const auto& row : rows.rows) {
-        fn(JournalRow{integerOf(row.at(0)), bytesOf(row.at(1))});
+    // In pages, each a request of its own: a node serves one request at a time, and a journal
+    // of tens of MB read in one went out as one long reply that held up every commit behind it
+    // (the notification index of a new leader did that to its first commits).
+    dqlite::Cluster apart(options_.nodes, clusterOptions(options_));
+    std::int64_t commitId = static_cast<std::int64_t>(after);
+    std::int64_t seq = std::numeric_limits<std::int64_t>::max(); // past every row of `after`
+    for (;;) {
+        dqlite::Rows page;
+        try {
+            page = apart.run(
+                [&](Connection& c) {
+                    return c.query(c.open(options_.database), kReadJournalPageSql,
+                                   {name, commitId, commitId, seq, std::int64_t{kJournalPageRows}});
+                },
+                options_.timeout, true);
+        } catch (const dqlite::Error& e) {
+            fail("cannot read journal " + name + " of", e);
+        }
+        for (const auto& row : page.rows) {
+            fn(JournalRow{integerOf(row.at(0)), bytesOf(row.at(2))});
+        }
+        if (page.rows.size() < static_cast<std::size_t>(kJournalPageRows)) {
+            return;
+        }
+        commitId = static_cast<std::int64_t>(integerOf(page.rows.back().at(0)));
+        seq = static_cast<std::int64_t>(integerOf(page.rows.back().at(1)));
     }
 }
 

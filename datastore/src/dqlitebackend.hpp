@@ -42,7 +42,9 @@ public:
     void setMeta(const std::string& key, const std::string& value) override;
     std::uint64_t lastCommitId() override { return lastCommitId_; }
     std::pair<std::uint64_t, std::uint64_t> apply(const std::vector<const RecordSet*>& batch) override;
-    /// Through a connection of its own.
+    /// Through a connection of its own, 500 rows per request. Not one snapshot: a trim that lands
+    /// between two pages can skip rows the first page did not reach (each row given was
+    /// committed, and they come in commit order).
     void readJournal(const std::string& name, std::uint64_t after,
                      const std::function<void(const JournalRow&)>& fn) const override;
     /// Copies every table into a new SQLite file `dest` (which the file backend opens).

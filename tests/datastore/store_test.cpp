@@ -545,6 +545,40 @@ TEST_P(StoreTest, JournalRowsAndCommitIdsSurviveReopenInCommitOrderAndTrimsToo) 
     EXPECT_GT(s->appendJournalDurable("log", "third"), after + 3);
 }
 
+TEST_P(StoreTest, ALongJournalReadsWholeAndInOrderFromAnyPoint) {
+    // Three rows per commit, more rows than one page of the dqlite backend's reads (500): a page
+    // ends inside a commit's rows.
+    auto s = open();
+    s->addJournal("three", [](const ChangeSet& cs) {
+        const std::string id = std::to_string(cs.changes.size());
+        return std::vector<std::string>{"a" + id, "b" + id, "c" + id};
+    });
+    std::uint64_t first = 0;
+    for (int i = 0; i < 250; ++i) {
+        edit(*s, interfacesXml("j", i, 1));
+        if (i == 0) {
+            s->readJournal("three", 0, [&](const JournalRow& r) { first = r.commitId; });
+        }
+    }
+    std::vector<std::pair<std::uint64_t, std::string>> rows;
+    s->readJournal("three", 0, [&](const JournalRow& r) { rows.emplace_back(r.commitId, r.data); });
+    ASSERT_EQ(rows.size(), 750u);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_EQ(rows[i].second[0], "abc"[i % 3]) << "row " << i;
+        if (i > 0) {
+            EXPECT_EQ(rows[i].first, rows[i - 1].first + (i % 3 == 0 ? 1 : 0)) << "row " << i;
+        }
+    }
+    EXPECT_EQ(rows.front().first, first);
+    // From the middle: the commits after it, each with its three rows.
+    std::size_t after = 0;
+    s->readJournal("three", first + 166, [&](const JournalRow& r) {
+        EXPECT_GT(r.commitId, first + 166);
+        ++after;
+    });
+    EXPECT_EQ(after, 3u * (250 - 167));
+}
+
 TEST_P(StoreTest, ABackupIsAStoreFileWithTheSameData) {
     std::string running;
     std::string startup;
