@@ -114,9 +114,7 @@ class NcstoredCluster : public ::testing::Test {
 protected:
     void SetUp() override {
         if (const std::string unavailable = ha::makeNetwork(net, 3); !unavailable.empty()) {
-            // A machine that cannot make namespaces (a CI container without CAP_SYS_ADMIN) says
-            // so and skips: unlike missing shared data, nothing in the repository can fix it.
-            if (ha::haRequired()) {
+            if (ha::haRequired()) { // as ha_test.cpp's HaCluster
                 FAIL() << "NCSTORE_HA_REQUIRED=1: " << unavailable;
             }
             GTEST_SKIP() << "ha: " << unavailable;
