@@ -23,6 +23,21 @@ dqlite::Node::Options nodeOptions(const MemberOptions& o) {
     return n;
 }
 
+/// "ID@ADDRESS" as a voter; throws naming the option when it is not that.
+dqlite::NodeInfo parseNode(const std::string& text, const char* option) {
+    const auto at = text.find('@');
+    std::uint64_t id = 0;
+    try {
+        id = at == std::string::npos ? 0 : std::stoull(text.substr(0, at));
+    } catch (const std::exception&) {
+        id = 0;
+    }
+    if (id == 0 || at + 1 >= text.size()) {
+        throw std::runtime_error(std::string(option) + ": '" + text + "' is not ID@ADDRESS");
+    }
+    return {id, text.substr(at + 1), dqlite::Role::Voter};
+}
+
 } // namespace
 
 const char* roleName(dqlite::Role role) {
@@ -153,6 +168,15 @@ std::string Member::status(const std::vector<std::string>& addresses) {
     return out.str();
 }
 
+void Member::add(const std::vector<std::string>& addresses, const std::string& node) {
+    const dqlite::NodeInfo info = parseNode(node, "--cluster-add");
+    dqlite::Cluster cluster(addresses);
+    // As a spare only: Raft makes a node a voter once it has caught up, which a node that does not
+    // run yet never does (ASSIGN would wait forever). It asks for its vote itself when it starts
+    // (join()). Not retried on a lost answer: ADD of a node that is there already is refused.
+    cluster.run([&](dqlite::Connection& leader) { leader.add(info.id, info.address); }, 10s, false);
+}
+
 void Member::remove(const std::vector<std::string>& addresses, std::uint64_t id) {
     dqlite::Cluster cluster(addresses);
     cluster.run([&](dqlite::Connection& leader) { leader.remove(id); }, 10s, false);
@@ -162,18 +186,8 @@ void Member::recover(const MemberOptions& self, const std::vector<std::string>& 
     std::vector<dqlite::NodeInfo> infos;
     bool selfListed = false;
     for (const auto& s : survivors) {
-        const auto at = s.find('@');
-        std::uint64_t id = 0;
-        try {
-            id = at == std::string::npos ? 0 : std::stoull(s.substr(0, at));
-        } catch (const std::exception&) {
-            id = 0;
-        }
-        if (id == 0) {
-            throw std::runtime_error("--cluster-recover: '" + s + "' is not ID@ADDRESS");
-        }
-        infos.push_back({id, s.substr(at + 1), dqlite::Role::Voter});
-        selfListed = selfListed || (id == self.id && infos.back().address == self.address);
+        infos.push_back(parseNode(s, "--cluster-recover"));
+        selfListed = selfListed || (infos.back().id == self.id && infos.back().address == self.address);
     }
     if (!selfListed) {
         throw std::runtime_error("--cluster-recover: the survivors must include this node (" +

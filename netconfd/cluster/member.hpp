@@ -66,6 +66,9 @@ public:
     /// Every node of the cluster with its role, and the leader, as the leader reports them:
     /// for `ncstored --cluster-status`.
     static std::string status(const std::vector<std::string>& addresses);
+    /// Adds node "ID@ADDRESS" to the cluster as a spare (through the leader among `addresses`),
+    /// before it first starts; when it starts it makes itself a voter. Throws std::runtime_error.
+    static void add(const std::vector<std::string>& addresses, const std::string& node);
     /// Removes node `id` from the cluster (through the leader among `addresses`).
     static void remove(const std::vector<std::string>& addresses, std::uint64_t id);
     /// Recovery from a lost majority, on the stopped node `self` (dqlite::Node::recover): its

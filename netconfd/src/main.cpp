@@ -259,6 +259,12 @@ int main(int argc, char* argv[]) {
             std::cout << ncstore::cluster::Member::status(clusterAddresses(cmd.config));
             return 0;
         });
+    case Action::ClusterAdd:
+        return offline([&] {
+            ncstore::cluster::Member::add(clusterAddresses(cmd.config), cmd.addNode);
+            std::cout << "node " << cmd.addNode << " added as a spare: it becomes a voter when it starts\n";
+            return 0;
+        });
     case Action::ClusterRemove:
         return offline([&] {
             ncstore::cluster::Member::remove(clusterAddresses(cmd.config), cmd.removeId);

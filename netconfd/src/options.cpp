@@ -95,6 +95,9 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
         ("reset-nacm", "replace the NACM configuration by the first-start rules (server stopped); then exit")
         ("cluster-status", "with --backend dqlite: print the cluster's nodes, roles and leader (asked through "
             "--dqlite-address and --dqlite-peer); then exit")
+        ("cluster-add", po::value<std::string>(),
+            "with --backend dqlite: add node ID@ADDRESS to the cluster (through its leader) before that node "
+            "first starts, as a spare: it becomes a voter when it starts; then exit")
         ("cluster-remove", po::value<std::uint64_t>(),
             "with --backend dqlite: remove node ID from the cluster (through its leader); then exit")
         ("cluster-recover", po::value<std::string>(),
@@ -166,6 +169,10 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
             throw OptionsError("--cluster-recover needs ID@ADDRESS,... of the surviving nodes");
         }
     }
+    if (vm.count("cluster-add")) {
+        out.action = Action::ClusterAdd;
+        out.addNode = vm["cluster-add"].as<std::string>();
+    }
     if (vm.count("cluster-remove")) {
         out.action = Action::ClusterRemove;
         out.removeId = vm["cluster-remove"].as<std::uint64_t>();
@@ -225,8 +232,8 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     if (c.backend != "sqlite" && c.backend != "dqlite") {
         throw OptionsError("--backend must be sqlite or dqlite, not '" + c.backend + "'");
     }
-    const bool clusterCommand = out.action == Action::ClusterStatus || out.action == Action::ClusterRemove ||
-                                out.action == Action::ClusterRecover;
+    const bool clusterCommand = out.action == Action::ClusterStatus || out.action == Action::ClusterAdd ||
+                                out.action == Action::ClusterRemove || out.action == Action::ClusterRecover;
     if (c.backend == "dqlite" || clusterCommand) {
         if (c.dqliteAddress.empty() && !(clusterCommand && !c.dqlitePeers.empty())) {
             throw OptionsError("--backend dqlite needs --dqlite-address IPv4:PORT");

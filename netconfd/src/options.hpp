@@ -55,13 +55,24 @@ struct ServerConfig {
     unsigned dqliteLatencyMs = 0;         ///< one-way latency between nodes; 0: dqlite's defaults
 };
 
-enum class Action { Run, Help, Version, AddUser, ResetNacm, ClusterStatus, ClusterRemove, ClusterRecover };
+enum class Action {
+    Run,
+    Help,
+    Version,
+    AddUser,
+    ResetNacm,
+    ClusterStatus,
+    ClusterAdd,
+    ClusterRemove,
+    ClusterRecover
+};
 
 struct CommandLine {
     Action action = Action::Run;
     ServerConfig config;
     std::string addUser;        ///< with Action::AddUser
     std::string group;          ///< with Action::AddUser: the NACM group to put the user into ("" none)
+    std::string addNode;        ///< with Action::ClusterAdd: "ID@ADDRESS"
     std::uint64_t removeId = 0; ///< with Action::ClusterRemove
     std::vector<std::string> survivors; ///< with Action::ClusterRecover: "ID@ADDRESS" each
     std::string helpText;

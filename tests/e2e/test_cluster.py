@@ -200,3 +200,27 @@ def test_a_cluster_that_lost_its_majority_is_recovered_on_the_survivor(cluster):
         assert "after-recovery" in interfaces(m)
     finally:
         m.close_session()
+
+
+def test_membership_commands_add_and_remove_a_node(cluster):
+    binary = cluster.servers[0].binary
+    peers = [x for a in cluster.addresses for x in ("--dqlite-peer", a)]
+    spare = free_address()  # a fourth node, added before it ever starts (it never does here)
+    r = subprocess.run([binary, "--cluster-add", "4@" + spare, "--backend", "dqlite"] + peers,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # A spare until it runs (Raft makes a node vote once it caught up); writes go on meanwhile.
+    assert cluster.status()[4] == ("spare", False)
+    m = cluster.servers[0].connect()
+    try:
+        m.edit_config(target="running", config=config(iface("with-four")))
+        assert cluster_state(m)[2][4] == (spare, "spare")
+    finally:
+        m.close_session()
+    r = subprocess.run([binary, "--cluster-remove", "4", "--backend", "dqlite"] + peers,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert set(cluster.status()) == {1, 2, 3}
+    bad = subprocess.run([binary, "--cluster-add", "four", "--backend", "dqlite"] + peers,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "is not ID@ADDRESS" in bad.stderr, bad.stderr
