@@ -138,8 +138,14 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
         out.action = Action::Version;
         return out;
     }
-    if (vm.count("add-user") && vm.count("reset-nacm")) {
-        throw OptionsError("--add-user and --reset-nacm are separate commands");
+    int commands = 0;
+    for (const char* command :
+         {"add-user", "reset-nacm", "cluster-status", "cluster-add", "cluster-remove", "cluster-recover"}) {
+        commands += vm.count(command) ? 1 : 0;
+    }
+    if (commands > 1) {
+        throw OptionsError(
+            "--add-user, --reset-nacm and the --cluster-* commands are separate commands: one at a time");
     }
     if (vm.count("group") && !vm.count("add-user")) {
         throw OptionsError("--group goes with --add-user NAME");

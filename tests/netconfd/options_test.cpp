@@ -103,3 +103,29 @@ TEST(Options, Errors) {
     EXPECT_THROW(parse({"--group", "admin"}), OptionsError) << "--group without --add-user";
     EXPECT_THROW(parse({"--add-user", "bob", "--reset-nacm"}), OptionsError);
 }
+
+TEST(Options, DqliteBackend) {
+    const auto run = parse({"--backend", "dqlite", "--dqlite-id", "2", "--dqlite-address", "10.0.0.2:9001",
+                            "--dqlite-peer", "10.0.0.1:9001", "--dqlite-peer", "10.0.0.3:9001"});
+    EXPECT_EQ(run.action, Action::Run);
+    EXPECT_EQ(run.config.backend, "dqlite");
+    EXPECT_EQ(run.config.dqliteId, 2u);
+    EXPECT_EQ(run.config.dqlitePeers, (std::vector<std::string>{"10.0.0.1:9001", "10.0.0.3:9001"}));
+    const auto add = parse({"--cluster-add", "4@10.0.0.4:9001", "--dqlite-peer", "10.0.0.1:9001"});
+    EXPECT_EQ(add.action, Action::ClusterAdd);
+    EXPECT_EQ(add.addNode, "4@10.0.0.4:9001");
+    const auto recover = parse({"--backend", "dqlite", "--dqlite-address", "10.0.0.1:9001",
+                                "--cluster-recover", "1@10.0.0.1:9001,3@10.0.0.3:9001"});
+    EXPECT_EQ(recover.survivors, (std::vector<std::string>{"1@10.0.0.1:9001", "3@10.0.0.3:9001"}));
+    // Refused: no address; a joining node without peers; NACM changes offline; two commands;
+    // cluster options without the backend; an unknown backend.
+    EXPECT_THROW(parse({"--backend", "dqlite"}), OptionsError);
+    EXPECT_THROW(parse({"--backend", "dqlite", "--dqlite-id", "2", "--dqlite-address", "10.0.0.2:9001"}),
+                 OptionsError);
+    EXPECT_THROW(parse({"--backend", "dqlite", "--dqlite-address", "10.0.0.1:9001", "--reset-nacm"}),
+                 OptionsError);
+    EXPECT_THROW(parse({"--cluster-status", "--cluster-remove", "3", "--dqlite-peer", "10.0.0.1:9001"}),
+                 OptionsError);
+    EXPECT_THROW(parse({"--dqlite-peer", "10.0.0.1:9001"}), OptionsError);
+    EXPECT_THROW(parse({"--backend", "raft"}), OptionsError);
+}
