@@ -153,25 +153,19 @@ public:
                          {std::to_string(ds), textLiteral(path), textLiteral(parent), blobLiteral(data)}));
     }
     std::uint64_t deleteRecords(int ds, const std::string& path) override {
-        flush();
-        const auto [from, to] = belowRange(path);
-        return c_.exec(db_, kDeleteRecordsSql, {std::int64_t{ds}, path, from, to}).rowsAffected;
+        return deleteSubtree(kDeleteRecordsSql, ds, path);
     }
     std::uint64_t deleteAllRecords(int ds) override {
-        flush();
-        return c_.exec(db_, kDeleteAllRecordsSql, {std::int64_t{ds}}).rowsAffected;
+        return counted(kDeleteAllRecordsSql, {std::int64_t{ds}});
     }
     void upsertPatch(int ds, const std::string& path, const std::string& value) override {
         add(withLiterals(kUpsertPatchSql, {std::to_string(ds), textLiteral(path), textLiteral(value)}));
     }
     std::uint64_t deletePatches(int ds, const std::string& path) override {
-        flush();
-        const auto [from, to] = belowRange(path);
-        return c_.exec(db_, kDeletePatchesSql, {std::int64_t{ds}, path, from, to}).rowsAffected;
+        return deleteSubtree(kDeletePatchesSql, ds, path);
     }
     std::uint64_t deleteAllPatches(int ds) override {
-        flush();
-        return c_.exec(db_, kDeleteAllPatchesSql, {std::int64_t{ds}}).rowsAffected;
+        return counted(kDeleteAllPatchesSql, {std::int64_t{ds}});
     }
     void journalRow(const std::string& name, std::uint64_t commitId, int seq,
                     const std::string& data) override {
@@ -193,6 +187,17 @@ public:
 private:
     // A request of a few MiB at most: dqlite keeps a whole request in memory, and so do we.
     static constexpr std::size_t kFlushBytes = 4u << 20;
+
+    /// A statement whose count the batch needs: after what is pending, alone, with parameters.
+    std::uint64_t counted(const char* sql, const std::vector<Value>& params) {
+        flush();
+        return c_.exec(db_, sql, params).rowsAffected;
+    }
+    /// (ds, path, belowRange(path)) statements: the row at `path` and the rows below it.
+    std::uint64_t deleteSubtree(const char* sql, int ds, const std::string& path) {
+        const auto [from, to] = belowRange(path);
+        return counted(sql, {std::int64_t{ds}, path, from, to});
+    }
 
     void add(const std::string& statement) {
         pending_ += pending_.empty() ? "" : ";";
