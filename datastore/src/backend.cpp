@@ -4,7 +4,10 @@
 #include "sqlitebackend.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <string>
 
 namespace ncstore::ds::detail {
 
@@ -90,6 +93,22 @@ BatchResult writeBatch(const std::vector<const RecordSet*>& batch, std::uint64_t
     std::uint64_t commitId = 0;
     bool journalTells = false; // the batch's newest journal row carries its last commit id
     bool trimmed = false;
+    // A trim keeps the newest rows, so it reaches none of the rows this batch writes: then all
+    // the rows go first (one run, one statement for a backend that sends SQL text) and each
+    // journal is trimmed once, through the highest point asked. Should a trim reach a row of the
+    // batch, the batch keeps its order, each change set's rows then its trims.
+    std::uint64_t firstRow = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t highestTrim = 0;
+    for (const RecordSet* cs : batch) {
+        if (!cs->journal.empty()) {
+            firstRow = std::min(firstRow, cs->commitId);
+        }
+        for (const auto& trim : cs->trims) {
+            highestTrim = std::max(highestTrim, trim.second);
+        }
+    }
+    const bool grouped = highestTrim < firstRow;
+    std::map<std::string, std::uint64_t> trims; // grouped: journal name -> through
     for (const RecordSet* cs : batch) {
         if (cs->commitId >= commitId) {
             journalTells = !cs->journal.empty();
@@ -101,8 +120,16 @@ BatchResult writeBatch(const std::vector<const RecordSet*>& batch, std::uint64_t
             w.journalRow(name, cs->commitId, seq++, data);
         }
         for (const auto& [name, through] : cs->trims) {
-            w.trimJournal(name, through);
+            if (grouped) {
+                std::uint64_t& highest = trims[name];
+                highest = std::max(highest, through);
+            } else {
+                w.trimJournal(name, through);
+            }
         }
+    }
+    for (const auto& [name, through] : trims) {
+        w.trimJournal(name, through);
     }
     // A trim may delete the rows that held the newest commit id, so a transaction that trims
     // says it in the meta row, as one whose last write has no journal row must.

@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -69,19 +70,26 @@ inline constexpr const char* kCreateMeta =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 
 // The statements of a batch, the same on both backends (parameters in this order).
+/// An INSERT that may carry many rows: head, then the row's VALUES tuple once per row (joined by
+/// ","), then tail. With one row, the statement the SQLite backend prepares; the dqlite backend
+/// sends a run of rows as one statement (one parse and plan on the leader, not one per row).
+struct RowsSql {
+    std::string_view head, row, tail;
+    std::string single() const { return std::string(head).append(row).append(tail); }
+};
 /// (ds, path, parent, data)
-inline constexpr const char* kUpsertRecordSql =
-    "INSERT INTO records(ds, path, parent, data) VALUES(?, ?, ?, ?) "
-    "ON CONFLICT(ds, path) DO UPDATE SET parent=excluded.parent, data=excluded.data";
+inline constexpr RowsSql kUpsertRecordSql{
+    "INSERT INTO records(ds, path, parent, data) VALUES", "(?, ?, ?, ?)",
+    " ON CONFLICT(ds, path) DO UPDATE SET parent=excluded.parent, data=excluded.data"};
 /// (ds, path, value)
-inline constexpr const char* kUpsertPatchSql = "INSERT INTO patches(ds, path, value) VALUES(?, ?, ?) "
-                                               "ON CONFLICT(ds, path) DO UPDATE SET value=excluded.value";
+inline constexpr RowsSql kUpsertPatchSql{"INSERT INTO patches(ds, path, value) VALUES", "(?, ?, ?)",
+                                         " ON CONFLICT(ds, path) DO UPDATE SET value=excluded.value"};
 /// (commit id as text)
 inline constexpr const char* kSetCommitIdSql =
     "INSERT INTO meta(key, value) VALUES('commit_id', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value";
 /// (name, commit id, seq, data)
-inline constexpr const char* kJournalRowSql =
-    "INSERT INTO journal(name, commit_id, seq, data) VALUES(?, ?, ?, ?)";
+inline constexpr RowsSql kJournalRowSql{"INSERT INTO journal(name, commit_id, seq, data) VALUES",
+                                        "(?, ?, ?, ?)", ""};
 /// (name, through)
 inline constexpr const char* kJournalTrimSql = "DELETE FROM journal WHERE name=? AND commit_id<=?";
 /// (name, after): data of journal rows in commit order

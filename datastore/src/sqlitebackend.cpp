@@ -71,20 +71,20 @@ SqliteBackend::SqliteBackend(const std::filesystem::path& file, Durability durab
         },
         this);
     migrate();
-    upsert_ = std::make_unique<SQLite::Statement>(db_, kUpsertRecordSql);
+    upsert_ = std::make_unique<SQLite::Statement>(db_, kUpsertRecordSql.single());
     // Children of a record: belowRange(). Two statements, not one with OR: SQLite uses the
     // (ds, path) index for each only then.
     deleteExact_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=? AND path=?");
     deleteBelow_ =
         std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=? AND path>=? AND path<?");
     deleteAll_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM records WHERE ds=?");
-    patch_ = std::make_unique<SQLite::Statement>(db_, kUpsertPatchSql);
+    patch_ = std::make_unique<SQLite::Statement>(db_, kUpsertPatchSql.single());
     deletePatchExact_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=? AND path=?");
     deletePatchBelow_ =
         std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=? AND path>=? AND path<?");
     deleteAllPatches_ = std::make_unique<SQLite::Statement>(db_, "DELETE FROM patches WHERE ds=?");
     setCommitId_ = std::make_unique<SQLite::Statement>(db_, kSetCommitIdSql);
-    journalRow_ = std::make_unique<SQLite::Statement>(db_, kJournalRowSql);
+    journalRow_ = std::make_unique<SQLite::Statement>(db_, kJournalRowSql.single());
     journalTrim_ = std::make_unique<SQLite::Statement>(db_, kJournalTrimSql);
     patches_ = static_cast<std::uint64_t>(db_.execAndGet("SELECT count(*) FROM patches").getInt64());
     lastCommitId_ = static_cast<std::uint64_t>(db_.execAndGet(kLastCommitIdSql).getInt64());

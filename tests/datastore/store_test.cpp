@@ -1,6 +1,7 @@
 // Behaviour of the datastore as the server relies on it: persistence across reopen, all-or-nothing
 // writes, write cost that follows the change, group commit; on both backends (the SQLite file and
 // a dqlite database: the contract suite of issue 17), and start-up refusal on a corrupt file.
+#include "backend.hpp"
 #include "support.hpp"
 #include "syncpoint.hpp"
 #include "test_support.hpp"
@@ -543,6 +544,78 @@ TEST_P(StoreTest, JournalRowsAndCommitIdsSurviveReopenInCommitOrderAndTrimsToo) 
               (std::vector<std::pair<std::uint64_t, std::string>>{{3, "second"}}));
     // Commit ids go on from the last one persisted (the trim's own included).
     EXPECT_GT(s->appendJournalDurable("log", "third"), after + 3);
+}
+
+/// The backend under the store, given batches as the writer makes them: many rows of one kind
+/// (which the dqlite backend sends as multi-row statements), one path written twice in a batch,
+/// journal rows and trims of several change sets, and a trim that reaches rows of its own batch.
+TEST_P(StoreTest, ABackendKeepsEveryRowOfABatchInOrderAndTheLastWriteOfAPath) {
+    std::unique_ptr<detail::Backend> backend = detail::openBackend(options());
+    const auto upsert = [](int i, const std::string& data) {
+        return detail::RecordOp{detail::RecordOp::Kind::Upsert, "/m:top/e[k='" + std::to_string(i) + "']",
+                                "/m:top", data};
+    };
+    // Two change sets in one batch: 700 records (longer than one multi-row statement), then the
+    // second rewrites record 5 and adds 701; values with a NUL, a quote and a semicolon.
+    detail::RecordSet first{Datastore::Running, {}, 1};
+    for (int i = 0; i < 700; ++i) {
+        first.ops.push_back(upsert(i, std::string("v\0'") + std::to_string(i) + ";"));
+    }
+    first.ops.push_back({detail::RecordOp::Kind::Patch, "/m:top/e[k='3']/leaf", "", "p'3"});
+    first.journal = {{"log", "a1"}, {"log", "a2"}, {"other", "o1"}};
+    detail::RecordSet second{Datastore::Running, {upsert(5, "rewritten"), upsert(701, "new")}, 2};
+    second.journal = {{"log", "b1"}};
+    backend->apply({&first, &second});
+
+    // Then: trims of two change sets below the batch's rows (merged into one per journal).
+    detail::RecordSet third{Datastore::Running, {}, 3};
+    third.journal = {{"log", "c1"}};
+    third.trims = {{"log", 1}};
+    detail::RecordSet fourth{Datastore::Running, {}, 4};
+    fourth.journal = {{"log", "d1"}, {"other", "o4"}};
+    fourth.trims = {{"log", 0}, {"other", 1}};
+    backend->apply({&third, &fourth});
+    const auto rows = [&](const std::string& name) {
+        std::vector<std::pair<std::uint64_t, std::string>> out;
+        backend->readJournal(name, 0, [&](const JournalRow& r) { out.emplace_back(r.commitId, r.data); });
+        return out;
+    };
+    EXPECT_EQ(rows("log"),
+              (std::vector<std::pair<std::uint64_t, std::string>>{{2, "b1"}, {3, "c1"}, {4, "d1"}}));
+    EXPECT_EQ(rows("other"), (std::vector<std::pair<std::uint64_t, std::string>>{{4, "o4"}}));
+    // A trim that reaches past its own change set keeps the batch's order: the row of the change
+    // set after it stays.
+    detail::RecordSet fifth{Datastore::Running, {}, 5};
+    fifth.journal = {{"log", "e1"}};
+    fifth.trims = {{"log", 6}};
+    detail::RecordSet sixth{Datastore::Running, {}, 6};
+    sixth.journal = {{"log", "f1"}};
+    backend->apply({&fifth, &sixth});
+
+    backend.reset();
+    backend = detail::openBackend(options());
+    std::vector<std::pair<std::string, std::string>> records;
+    backend->load(Datastore::Running,
+                  [&](const std::string& path, const std::string& parent, const std::string& data) {
+                      EXPECT_EQ(parent, "/m:top");
+                      records.emplace_back(path, data);
+                  });
+    ASSERT_EQ(records.size(), 701u);
+    for (int i = 0; i < 700; ++i) {
+        EXPECT_EQ(records[i].first, "/m:top/e[k='" + std::to_string(i) + "']");
+        EXPECT_EQ(records[i].second,
+                  i == 5 ? std::string("rewritten") : std::string("v\0'") + std::to_string(i) + ";");
+    }
+    EXPECT_EQ(records[700], std::make_pair(std::string("/m:top/e[k='701']"), std::string("new")));
+    std::vector<std::pair<std::string, std::string>> patches;
+    backend->loadPatches(Datastore::Running, [&](const std::string& path, const std::string& value) {
+        patches.emplace_back(path, value);
+    });
+    EXPECT_EQ(patches, (std::vector<std::pair<std::string, std::string>>{{"/m:top/e[k='3']/leaf", "p'3"}}));
+    EXPECT_EQ(rows("log"), (std::vector<std::pair<std::uint64_t, std::string>>{{6, "f1"}}));
+    EXPECT_EQ(rows("other"), (std::vector<std::pair<std::uint64_t, std::string>>{{4, "o4"}}));
+    EXPECT_EQ(backend->lastCommitId(), 6u);
+    EXPECT_EQ(backend->integrityCheck(), "ok");
 }
 
 TEST_P(StoreTest, ALongJournalReadsWholeAndInOrderFromAnyPoint) {
