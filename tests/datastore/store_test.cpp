@@ -556,14 +556,19 @@ TEST_P(StoreTest, ABackendKeepsEveryRowOfABatchInOrderAndTheLastWriteOfAPath) {
                                 "/m:top", data};
     };
     // Two change sets in one batch: 700 records (longer than one multi-row statement), then the
-    // second rewrites record 5 and adds 701; values with a NUL, a quote and a semicolon.
+    // second rewrites records 5 and 600 (600 in the same multi-row statement both times) and adds
+    // 701, then writes a patch; values with a NUL, a quote and a semicolon.
     detail::RecordSet first{Datastore::Running, {}, 1};
     for (int i = 0; i < 700; ++i) {
-        first.ops.push_back(upsert(i, std::string("v\0'") + std::to_string(i) + ";"));
+        first.ops.push_back(upsert(i, std::string("v\0'", 3) + std::to_string(i) + ";"));
     }
-    first.ops.push_back({detail::RecordOp::Kind::Patch, "/m:top/e[k='3']/leaf", "", "p'3"});
     first.journal = {{"log", "a1"}, {"log", "a2"}, {"other", "o1"}};
-    detail::RecordSet second{Datastore::Running, {upsert(5, "rewritten"), upsert(701, "new")}, 2};
+    detail::RecordSet second{Datastore::Running,
+                             {upsert(5, "rewritten"),
+                              upsert(600, "again"),
+                              upsert(701, "new"),
+                              {detail::RecordOp::Kind::Patch, "/m:top/e[k='3']/leaf", "", "p'3"}},
+                             2};
     second.journal = {{"log", "b1"}};
     backend->apply({&first, &second});
 
@@ -603,8 +608,9 @@ TEST_P(StoreTest, ABackendKeepsEveryRowOfABatchInOrderAndTheLastWriteOfAPath) {
     ASSERT_EQ(records.size(), 701u);
     for (int i = 0; i < 700; ++i) {
         EXPECT_EQ(records[i].first, "/m:top/e[k='" + std::to_string(i) + "']");
-        EXPECT_EQ(records[i].second,
-                  i == 5 ? std::string("rewritten") : std::string("v\0'") + std::to_string(i) + ";");
+        EXPECT_EQ(records[i].second, i == 5     ? std::string("rewritten")
+                                     : i == 600 ? std::string("again")
+                                                : std::string("v\0'", 3) + std::to_string(i) + ";");
     }
     EXPECT_EQ(records[700], std::make_pair(std::string("/m:top/e[k='701']"), std::string("new")));
     std::vector<std::pair<std::string, std::string>> patches;
