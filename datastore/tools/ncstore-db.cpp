@@ -8,6 +8,9 @@
 // Common: --data-dir DIR, --yang-dir DIR..., --yang-search-dir DIR..., --no-default-models.
 // export, backup, check and history work beside a running server (SQLite WAL readers); import must not
 // run while the server runs on the same data directory: the server would not see the change.
+// --dqlite-peer ADDRESS... (a cluster of `ncstored --backend dqlite`): the same commands on the
+// cluster's database, read through its leader, except import: the nodes run inside the servers,
+// which keep the data in memory, so a cluster's data changes over NETCONF only (copy-config).
 #include "history.hpp"
 #include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
@@ -110,7 +113,10 @@ int run(int argc, char** argv) {
         "datastore", po::value<std::string>()->default_value("running"), "running | startup")(
         "format", po::value<std::string>(), "xml | json (export default xml; import: from the file name)")(
         "output,o", po::value<std::string>(), "export to FILE instead of stdout")(
-        "log-level", po::value<std::string>()->default_value("warning"), "trace ... fatal");
+        "log-level", po::value<std::string>()->default_value("warning"), "trace ... fatal")(
+        "dqlite-peer", po::value<std::vector<std::string>>()->composing(),
+        "IPv4:port of a node of a dqlite cluster (repeatable): use the cluster's database, not --data-dir's "
+        "file (export, backup DEST, check, history)");
     po::options_description hidden;
     hidden.add_options()("command", po::value<std::string>())("argument", po::value<std::string>());
     po::options_description all;
@@ -128,6 +134,9 @@ int run(int argc, char** argv) {
     log::setup(vm["log-level"].as<std::string>());
     log::routeLibyang();
 
+    const std::vector<std::string> peers = vm.count("dqlite-peer")
+                                               ? vm["dqlite-peer"].as<std::vector<std::string>>()
+                                               : std::vector<std::string>{};
     const std::filesystem::path dataDir = vm["data-dir"].as<std::string>();
     const std::filesystem::path dbFile = dataDir / "ncstore.db";
     const std::string command = vm["command"].as<std::string>();
@@ -140,14 +149,23 @@ int run(int argc, char** argv) {
         }
         historyId = std::stoull(id);
     }
-    // As ncstored: a data directory others can write is refused, one import creates is private.
-    if (command == "import") {
+    if (!peers.empty()) {
+        if (command == "import") {
+            throw std::invalid_argument(
+                "import works on a data directory's file, not on a dqlite cluster: its "
+                "servers keep the data in memory; replace it over NETCONF (copy-config)");
+        }
+        if (command == "backup" && !vm.count("argument")) {
+            throw std::invalid_argument("backup of a dqlite cluster needs a DEST file");
+        }
+    } else if (command == "import") {
+        // As ncstored: a data directory others can write is refused, one import creates is private.
         files::preparePrivateDir(dataDir);
     } else if (std::filesystem::exists(dataDir)) {
         files::checkPrivateDir(dataDir);
     }
 
-    if (command == "backup") {
+    if (command == "backup" && peers.empty()) {
         const std::filesystem::path dest =
             vm.count("argument") ? std::filesystem::path(vm["argument"].as<std::string>())
                                  : std::filesystem::path(dbFile.string() + ".backup-" + timestamp());
@@ -172,18 +190,28 @@ int run(int argc, char** argv) {
         }
     }
     Context ctx = buildContext(models);
-    if (command != "import" && !std::filesystem::exists(dbFile)) {
+    if (peers.empty() && command != "import" && !std::filesystem::exists(dbFile)) {
         throw std::runtime_error("no store at " + dbFile.string());
     }
     ds::StoreOptions storeOptions;
     storeOptions.file = dbFile;
+    if (!peers.empty()) {
+        storeOptions.dqlite = ds::DqliteStoreOptions{peers};
+    }
     storeOptions.verifyOnOpen = command == "check";
     auto store = ds::Store::open(ctx.get(), storeOptions); // loads and validates every record
     const ds::Datastore which = parseDatastore(vm["datastore"].as<std::string>());
 
+    const std::string where = peers.empty() ? dbFile.string() : "the dqlite cluster's database";
+    if (command == "backup") {
+        const std::filesystem::path dest = vm["argument"].as<std::string>();
+        store->backup(dest);
+        std::cout << "backed up " << where << " to " << dest.string() << "\n";
+        return 0;
+    }
     if (command == "check") {
         const std::string result = store->integrityCheck();
-        std::cout << dbFile.string() << ": " << result << "\n";
+        std::cout << where << ": " << result << "\n";
         return result == "ok" ? 0 : 1;
     }
     if (command == "history") {

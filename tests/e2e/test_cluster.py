@@ -224,3 +224,51 @@ def test_membership_commands_add_and_remove_a_node(cluster):
     bad = subprocess.run([binary, "--cluster-add", "four", "--backend", "dqlite"] + peers,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "is not ID@ADDRESS" in bad.stderr, bad.stderr
+
+
+def test_ncstore_db_reads_the_clusters_database_and_refuses_to_import_into_it(cluster):
+    """`ncstore-db --dqlite-peer ...` exports, checks, backs up (a SQLite file the tool then reads
+    like any store) and lists the history of the cluster's database beside the running servers;
+    it refuses import, which the servers (holding the data in memory) would not see."""
+    import os
+    db = os.environ.get("NCSTORE_DB")
+    assert db and os.access(db, os.X_OK), "NCSTORE_DB must name ncstore-db"
+    peers = []
+    for a in reversed(cluster.addresses):  # the leader last: it is found through the others
+        peers += ["--dqlite-peer", a]
+
+    def run(*args):
+        r = subprocess.run([db] + list(args), capture_output=True, text=True, timeout=120)
+        return r.returncode, r.stdout, r.stderr
+
+    m = cluster.serving().connect()
+    try:
+        m.edit_config(target="running", config=config(iface("db-a"), iface("db-b")))
+    finally:
+        m.close_session()
+
+    rc, out, err = run("export", *peers)
+    assert rc == 0, err
+    assert "<name>db-a</name>" in out and "<name>db-b</name>" in out
+    rc, out, err = run("check", *peers)
+    assert (rc, out) == (0, "the dqlite cluster's database: ok\n"), err
+    rc, out, err = run("history", *peers)
+    assert rc == 0 and len(out.splitlines()) >= 2, err
+
+    work = cluster.servers[0].data_dir + "-db"
+    os.makedirs(work, mode=0o700)
+    backup = os.path.join(work, "cluster.db")
+    rc, out, err = run("backup", backup, *peers)
+    assert rc == 0, err
+    assert os.stat(backup).st_mode & 0o777 == 0o600
+    offline = os.path.join(work, "offline")
+    os.makedirs(offline, mode=0o700)
+    os.rename(backup, os.path.join(offline, "ncstore.db"))
+    rc, out, err = run("export", "--data-dir", offline)
+    assert rc == 0, err
+    assert "<name>db-a</name>" in out and "<name>db-b</name>" in out
+
+    rc, out, err = run("import", os.path.join(offline, "ncstore.db"), *peers)
+    assert rc != 0 and "copy-config" in err, err
+    rc, out, err = run("backup", *peers)
+    assert rc != 0 and "needs a DEST" in err, err
