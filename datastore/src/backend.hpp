@@ -172,6 +172,8 @@ public:
                 const std::function<void(const std::string& path, const std::string& value)>& fn) = 0;
     /// A value of the meta table ("" when absent) / sets one (its own transaction).
     virtual std::string meta(const std::string& key) = 0;
+    /// False for a store opened only to read (a dqlite reader): nothing may be written.
+    virtual bool writable() const { return true; }
     virtual void setMeta(const std::string& key, const std::string& value) = 0;
     /// The commit id of the last batch made durable (0 when none ever was).
     virtual std::uint64_t lastCommitId() = 0;

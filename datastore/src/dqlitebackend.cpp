@@ -263,7 +263,11 @@ DqliteBackend::DqliteBackend(DqliteStoreOptions options)
         throw Error(ErrorTag::OperationFailed, "the dqlite backend needs the address of at least one node");
     }
     try {
-        migrate();
+        if (options_.reader) {
+            checkSchema();
+        } else {
+            migrate();
+        }
         lastCommitId_ = integerOf(query(kLastCommitIdSql, {}).rows.at(0).at(0));
         patches_ = integerOf(query("SELECT count(*) FROM patches", {}).rows.at(0).at(0));
     } catch (const dqlite::Error& e) {
@@ -281,6 +285,22 @@ std::string DqliteBackend::describe() const {
 
 void DqliteBackend::fail(const std::string& what, const std::exception& e) const {
     throw Error(ErrorTag::OperationFailed, what + " " + describe() + ": " + e.what());
+}
+
+void DqliteBackend::checkSchema() {
+    const auto rows = query(kMetaSql, {std::string("schema_version")});
+    const int version = rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
+    if (version != kSchemaVersion) {
+        throw Error(ErrorTag::OperationFailed, describe() + " has schema version " + std::to_string(version) +
+                                                   " and this build reads " + std::to_string(kSchemaVersion) +
+                                                   " only: use a tool of the servers' version");
+    }
+}
+
+void DqliteBackend::checkWritable(const std::string& what) const {
+    if (options_.reader) {
+        throw Error(ErrorTag::OperationFailed, what + ": " + describe() + " was opened to read only");
+    }
 }
 
 void DqliteBackend::migrate() {
@@ -389,6 +409,7 @@ std::string DqliteBackend::meta(const std::string& key) {
 }
 
 void DqliteBackend::setMeta(const std::string& key, const std::string& value) {
+    checkWritable("setting " + key);
     try {
         // Idempotent: run again when the answer was lost.
         cluster_.run(
@@ -403,6 +424,7 @@ void DqliteBackend::setMeta(const std::string& key, const std::string& value) {
 }
 
 std::pair<std::uint64_t, std::uint64_t> DqliteBackend::apply(const std::vector<const RecordSet*>& batch) {
+    checkWritable("a commit");
     std::uint64_t target = 0;
     for (const RecordSet* cs : batch) {
         target = std::max(target, cs->commitId);

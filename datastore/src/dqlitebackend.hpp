@@ -40,6 +40,7 @@ public:
                 const std::function<void(const std::string& path, const std::string& value)>& fn) override;
     std::string meta(const std::string& key) override;
     void setMeta(const std::string& key, const std::string& value) override;
+    bool writable() const override { return !options_.reader; }
     std::uint64_t lastCommitId() override { return lastCommitId_; }
     std::pair<std::uint64_t, std::uint64_t> apply(const std::vector<const RecordSet*>& batch) override;
     /// Through a connection of its own, 500 rows per request. Not one snapshot: a trim that lands
@@ -57,6 +58,10 @@ private:
     /// A read through a cluster connection of its own (any thread).
     dqlite::Rows queryApart(const std::string& sql, const std::vector<dqlite::Value>& params) const;
     void migrate();
+    /// A reader's open: the schema must be the current one (read, no transaction).
+    void checkSchema();
+    /// Throws when the store was opened as a reader.
+    void checkWritable(const std::string& what) const;
     [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
 
     DqliteStoreOptions options_;

@@ -275,7 +275,7 @@ Loader::Loaded Loader::load(Backend& p) const {
     for (const auto& [name, print] : current) {
         currentText += name + " " + print + "\n";
     }
-    if (currentText != recordedText) {
+    if (currentText != recordedText && p.writable()) {
         p.setMeta("data_modules", currentText); // valid under these: checked, or unchanged
     }
     return loaded;

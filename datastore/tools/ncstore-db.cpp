@@ -197,6 +197,7 @@ int run(int argc, char** argv) {
     storeOptions.file = dbFile;
     if (!peers.empty()) {
         storeOptions.dqlite = ds::DqliteStoreOptions{peers};
+        storeOptions.dqlite->reader = true; // no write lock: the servers' commits go on meanwhile
     }
     storeOptions.verifyOnOpen = command == "check";
     auto store = ds::Store::open(ctx.get(), storeOptions); // loads and validates every record

@@ -7,6 +7,7 @@
 #include "test_support.hpp"
 
 #include "ncstore/changes.hpp"
+#include "ncstore/dqlite/client.hpp"
 
 #include <gtest/gtest.h>
 
@@ -112,6 +113,36 @@ class StoreFileTest : public StoreFixture, public ::testing::Test {
 protected:
     void SetUp() override { start(BackendKind::Sqlite); }
 };
+
+/// What only the dqlite backend has: a reader beside the cluster's servers (ncstore-db).
+class DqliteReaderTest : public StoreFixture, public ::testing::Test {
+protected:
+    void SetUp() override { start(BackendKind::Dqlite); }
+};
+
+TEST_F(DqliteReaderTest, AReaderOpensWhileAWriterHoldsTheLockReadsTheDataAndWritesNothing) {
+    auto writer = open();
+    edit(*writer, interfacesXml("eth", 0, 3));
+    // Another writer's transaction in flight, as a server's commit is while a reader opens.
+    dqlite::Connection c = dqlite::Connection::connect(node_->address());
+    const auto db = c.open("ncstore.db");
+    c.exec(db, "BEGIN");
+    c.exec(db, "INSERT INTO meta(key, value) VALUES('in-flight', 'yes')");
+
+    StoreOptions o = options();
+    o.dqlite->timeout = std::chrono::milliseconds{1500};
+    EXPECT_THROW(Store::open(ctx_.get(), o), Error) << "a writer's open waits for the lock";
+    o.dqlite->reader = true;
+    auto reader = Store::open(ctx_.get(), o);
+    reader->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 3u); });
+    EXPECT_THROW(edit(*reader, interfacesXml("eth", 3, 1)), Error);
+    c.exec(db, "ROLLBACK");
+
+    reader->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 3u); });
+    reader.reset();
+    edit(*writer, interfacesXml("eth", 3, 1));
+    writer->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 4u); });
+}
 
 TEST_P(StoreTest, EditsSurviveReopenInTheSameOrder) {
     std::string before;

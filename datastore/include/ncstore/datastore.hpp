@@ -218,6 +218,10 @@ struct DqliteStoreOptions {
     /// Bounds finding the leader and each request; a commit may take up to twice this when the
     /// leader changes under it (finding out whether it committed).
     std::chrono::milliseconds timeout{5000};
+    /// A reader beside the cluster's servers (ncstore-db): opening takes no write lock (a
+    /// writer's open does, which makes the servers' commits of that moment wait), the schema
+    /// must be the current one, and every write is refused.
+    bool reader = false;
 };
 
 struct StoreOptions {
