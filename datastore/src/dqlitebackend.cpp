@@ -66,6 +66,11 @@ std::uint64_t integerOf(const Value& v) {
     return n;
 }
 
+/// The schema version the meta rows of kMetaSql('schema_version') give (0: none).
+int schemaVersionOf(const dqlite::Rows& rows) {
+    return rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
+}
+
 milliseconds left(std::chrono::steady_clock::time_point deadline) {
     return std::max(milliseconds{1},
                     std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
@@ -288,8 +293,7 @@ void DqliteBackend::fail(const std::string& what, const std::exception& e) const
 }
 
 void DqliteBackend::checkSchema() {
-    const auto rows = query(kMetaSql, {std::string("schema_version")});
-    const int version = rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
+    const int version = schemaVersionOf(query(kMetaSql, {std::string("schema_version")}));
     if (version != kSchemaVersion) {
         throw Error(ErrorTag::OperationFailed, describe() + " has schema version " + std::to_string(version) +
                                                    " and this build reads " + std::to_string(kSchemaVersion) +
@@ -319,9 +323,8 @@ void DqliteBackend::migrate() {
                     c.exec(db, "BEGIN");
                     try {
                         c.exec(db, kCreateMeta);
-                        const auto rows = c.query(db, kMetaSql, {std::string("schema_version")});
                         const int version =
-                            rows.rows.empty() ? 0 : static_cast<int>(integerOf(rows.rows[0][0]));
+                            schemaVersionOf(c.query(db, kMetaSql, {std::string("schema_version")}));
                         if (version > kSchemaVersion) {
                             throw Error(ErrorTag::OperationFailed,
                                         describe() + " was written by a newer ncstore (schema version " +
