@@ -667,6 +667,13 @@ void backupStore(const std::filesystem::path& file, const std::filesystem::path&
     detail::backupFile(file, dest);
 }
 
+void backupStore(const DqliteStoreOptions& cluster, const std::filesystem::path& dest) {
+    StoreOptions options;
+    options.dqlite = cluster;
+    options.dqlite->reader = true;
+    detail::openBackend(options)->backup(dest);
+}
+
 void Store::backup(const std::filesystem::path& dest) const {
     impl_->backend_->backup(dest);
 }

@@ -149,7 +149,10 @@ int run(int argc, char** argv) {
         }
         historyId = std::stoull(id);
     }
+    std::optional<ds::DqliteStoreOptions> cluster;
     if (!peers.empty()) {
+        cluster = ds::DqliteStoreOptions{peers};
+        cluster->reader = true; // no write lock: the servers' commits go on meanwhile
         if (command == "import") {
             throw std::invalid_argument(
                 "import works on a data directory's file, not on a dqlite cluster: its "
@@ -165,15 +168,20 @@ int run(int argc, char** argv) {
         files::checkPrivateDir(dataDir);
     }
 
-    if (command == "backup" && peers.empty()) {
+    const std::string where = cluster ? "the dqlite cluster's database" : dbFile.string();
+    if (command == "backup") {
         const std::filesystem::path dest =
             vm.count("argument") ? std::filesystem::path(vm["argument"].as<std::string>())
                                  : std::filesystem::path(dbFile.string() + ".backup-" + timestamp());
-        if (!std::filesystem::exists(dbFile)) {
-            throw std::runtime_error("no store at " + dbFile.string());
+        if (cluster) {
+            ds::backupStore(*cluster, dest);
+        } else {
+            if (!std::filesystem::exists(dbFile)) {
+                throw std::runtime_error("no store at " + dbFile.string());
+            }
+            ds::backupStore(dbFile, dest);
         }
-        ds::backupStore(dbFile, dest);
-        std::cout << "backed up " << dbFile.string() << " to " << dest.string() << "\n";
+        std::cout << "backed up " << where << " to " << dest.string() << "\n";
         return 0;
     }
 
@@ -190,26 +198,16 @@ int run(int argc, char** argv) {
         }
     }
     Context ctx = buildContext(models);
-    if (peers.empty() && command != "import" && !std::filesystem::exists(dbFile)) {
+    if (!cluster && command != "import" && !std::filesystem::exists(dbFile)) {
         throw std::runtime_error("no store at " + dbFile.string());
     }
     ds::StoreOptions storeOptions;
     storeOptions.file = dbFile;
-    if (!peers.empty()) {
-        storeOptions.dqlite = ds::DqliteStoreOptions{peers};
-        storeOptions.dqlite->reader = true; // no write lock: the servers' commits go on meanwhile
-    }
+    storeOptions.dqlite = cluster;
     storeOptions.verifyOnOpen = command == "check";
     auto store = ds::Store::open(ctx.get(), storeOptions); // loads and validates every record
     const ds::Datastore which = parseDatastore(vm["datastore"].as<std::string>());
 
-    const std::string where = peers.empty() ? dbFile.string() : "the dqlite cluster's database";
-    if (command == "backup") {
-        const std::filesystem::path dest = vm["argument"].as<std::string>();
-        store->backup(dest);
-        std::cout << "backed up " << where << " to " << dest.string() << "\n";
-        return 0;
-    }
     if (command == "check") {
         const std::string result = store->integrityCheck();
         std::cout << where << ": " << result << "\n";

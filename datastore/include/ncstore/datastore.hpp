@@ -269,6 +269,10 @@ struct Stats {
 /// Online backup of the store file `file` to `dest` through SQLite's backup API: consistent while
 /// a server writes to it. Needs no models. Throws Error.
 void backupStore(const std::filesystem::path& file, const std::filesystem::path& dest);
+/// Backup of the database of a dqlite cluster (read as a reader: no write lock) to the SQLite file
+/// `dest`, which the file backend opens. Needs no models: the records are copied, not loaded.
+/// Throws Error.
+void backupStore(const DqliteStoreOptions& cluster, const std::filesystem::path& dest);
 
 class StoreImpl;
 
