@@ -4,6 +4,8 @@
 #include "sqlitebackend.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -134,8 +136,21 @@ BatchResult writeBatch(const std::vector<const RecordSet*>& batch, std::uint64_t
     // A trim may delete the rows that held the newest commit id, so a transaction that trims
     // says it in the meta row, as one whose last write has no journal row must.
     r.lastCommitId = std::max(lastCommitId, commitId);
+    bool wroteMeta = false;
     if ((commitId > 0 && !journalTells) || (trimmed && r.lastCommitId > 0)) {
         w.setCommitId(r.lastCommitId);
+        wroteMeta = true;
+    }
+    const bool wroteRows =
+        wroteMeta || trimmed || firstRow != std::numeric_limits<std::uint64_t>::max() ||
+        std::any_of(batch.begin(), batch.end(), [](const RecordSet* cs) { return !cs->ops.empty(); });
+    if (!wroteRows &&
+        std::any_of(batch.begin(), batch.end(), [](const RecordSet* cs) { return cs->leaderCheck; })) {
+        // Nanoseconds since the epoch and a counter: never the value the row already holds.
+        static std::atomic<std::uint64_t> checks{0};
+        const auto now = std::chrono::system_clock::now().time_since_epoch();
+        w.setLeaderCheck(std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) +
+                         "." + std::to_string(++checks));
     }
     r.patches = patches;
     return r;

@@ -56,6 +56,10 @@ struct RecordSet {
     std::vector<std::pair<std::string, std::string>> journal;
     /// Journal retention: (journal name, commit id) deletes the rows up to that commit id.
     std::vector<std::pair<std::string, std::uint64_t>> trims;
+    /// A read's check that this node still leads its dqlite cluster (datastore.hpp, rule 3):
+    /// the batch must replicate something, so when it writes nothing else it rewrites the meta
+    /// row leader_check.
+    bool leaderCheck = false;
     std::size_t bytes() const;
 };
 
@@ -84,6 +88,9 @@ inline constexpr RowsSql kUpsertRecordSql{
 /// (ds, path, value)
 inline constexpr RowsSql kUpsertPatchSql{"INSERT INTO patches(ds, path, value) VALUES", "(?, ?, ?)",
                                          " ON CONFLICT(ds, path) DO UPDATE SET value=excluded.value"};
+/// (value)
+inline constexpr const char* kSetLeaderCheckSql = "INSERT INTO meta(key, value) VALUES('leader_check', ?) ON "
+                                                  "CONFLICT(key) DO UPDATE SET value=excluded.value";
 /// (commit id as text)
 inline constexpr const char* kSetCommitIdSql =
     "INSERT INTO meta(key, value) VALUES('commit_id', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value";
@@ -131,6 +138,9 @@ public:
     virtual void trimJournal(const std::string& name, std::uint64_t through) = 0;
     /// The meta row commit_id.
     virtual void setCommitId(std::uint64_t commitId) = 0;
+    /// The meta row leader_check, to `value` (which differs from what it held: an unchanged row
+    /// leaves SQLite, and so Raft, nothing to write).
+    virtual void setLeaderCheck(const std::string& value) = 0;
 };
 
 /// What a batch left: counts for the stats, and the state both backends keep between batches.

@@ -187,6 +187,9 @@ public:
     void setCommitId(std::uint64_t commitId) override {
         add(withLiterals(kSetCommitIdSql, {textLiteral(std::to_string(commitId))}));
     }
+    void setLeaderCheck(const std::string& value) override {
+        add(withLiterals(kSetLeaderCheckSql, {textLiteral(value)}));
+    }
     /// Sends what is pending with COMMIT.
     void commit() {
         add("COMMIT");

@@ -240,6 +240,13 @@ std::pair<std::uint64_t, std::uint64_t> SqliteBackend::apply(const std::vector<c
             b.setCommitId_->bind(1, text);
             run(*b.setCommitId_);
         }
+        void setLeaderCheck(const std::string& value) override {
+            // Only a dqlite store asks for it (a read's leadership check): not worth a
+            // prepared statement here.
+            SQLite::Statement q(b.db_, kSetLeaderCheckSql);
+            q.bindNoCopy(1, value);
+            run(q);
+        }
     } rows(*this);
     SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
     NCS_SYNC_POINT("persistence:begun");

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -91,6 +92,7 @@ public:
     /// write it saw is durable; when one of them failed, memory was reloaded and `fn` runs again.
     /// Returns the sequence number of the last write seen.
     std::uint64_t read(Datastore ds, const std::function<void(const lyd_node*)>& fn) const {
+        const auto began = std::chrono::steady_clock::now();
         for (;;) {
             std::uint64_t seen = 0;
             std::uint64_t generation = 0;
@@ -104,8 +106,33 @@ public:
                 fn(view(ds));
             }
             if (!durableView || writer_->waitDurable(seen, generation)) {
+                checkLeadership(began);
                 return seen;
             }
+        }
+    }
+
+    /// Rule 3 on a dqlite cluster: returns once a commit begun at or after `began`, or one begun
+    /// within the read lease, reached a majority; else queues a leader check (shared with the
+    /// reads and writes of its batch) and waits for it.
+    void checkLeadership(std::chrono::steady_clock::time_point began) const {
+        if (!options_.dqlite || options_.dqlite->reader) {
+            return;
+        }
+        const auto last = writer_->lastCommitBegun();
+        if (last >= began || std::chrono::steady_clock::now() - last < options_.dqlite->readLease) {
+            return;
+        }
+        detail::RecordSet check{Datastore::Running, {}};
+        check.leaderCheck = true;
+        detail::Writer::Slot slot = writer_->reserve();
+        try {
+            writer_->submit(std::move(slot), std::move(check), nullptr).wait();
+        } catch (const Error& e) {
+            throw Error(ErrorTag::OperationFailed,
+                        std::string("this server could not show that its dqlite node still leads the "
+                                    "cluster, so it answers no read from memory: ") +
+                            e.what());
         }
     }
 

@@ -203,7 +203,9 @@ void Writer::commit(Batch& batch, std::size_t bytes) {
     }
     try {
         NCS_SYNC_POINT("writer:committing");
+        const auto begun = std::chrono::steady_clock::now();
         auto [written, deleted] = backend_->apply(sets);
+        lastCommitBegun_.store(begun.time_since_epoch().count(), std::memory_order_release);
         {
             std::lock_guard lock(mutex_);
             stats_.writes += batch.size();

@@ -22,6 +22,7 @@
 #include "publisher.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -110,6 +111,13 @@ public:
     /// reader noted `generation` (false: what it read may have held failed writes).
     bool waitDurable(std::uint64_t seq, std::uint64_t generation) const;
 
+    /// When the transaction that committed last was begun (the clock's epoch when none did yet).
+    /// On dqlite that commit reached a majority, so this node led its cluster at that moment.
+    std::chrono::steady_clock::time_point lastCommitBegun() const {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(lastCommitBegun_.load(std::memory_order_acquire)));
+    }
+
     /// Throws Error(OperationFailed) once the failure handler itself failed: memory may then hold
     /// writes that are not on disk, and that state is final until the store is opened again.
     void checkInService() const {
@@ -177,7 +185,8 @@ private:
     mutable std::condition_variable durableChanged_; // durableSeq_ or failures_ changed
     std::atomic<std::uint64_t> failures_{0};         // read without the lock, changed under it
     std::atomic<bool> outOfService_{false};          // read without the lock, set once under it
-    std::string outOfServiceReason_;                 // set once, before outOfService_
+    std::atomic<std::chrono::steady_clock::rep> lastCommitBegun_{0}; // the turn's holder writes it
+    std::string outOfServiceReason_;                                 // set once, before outOfService_
     Stats stats_;
     std::thread thread_;
 };

@@ -1,5 +1,7 @@
 #include "datadir.hpp"
 
+#include "ncstore/dqlite/node.hpp"
+
 namespace ncstore::netconfd {
 
 ModelOptions modelOptions(const ServerConfig& config) {
@@ -20,6 +22,11 @@ ds::StoreOptions storeOptions(const ServerConfig& config) {
         // rather than write through another node (cluster/member.hpp, promise 3).
         options.dqlite =
             ds::DqliteStoreOptions{{config.dqliteAddress}, "ncstore.db", std::chrono::seconds(5)};
+        // Half the election timeout: a follower that acknowledged a commit starts no election
+        // sooner than the whole after it; the other half is a margin for clocks and timers.
+        dqlite::Node::Options node;
+        node.networkLatency = std::chrono::milliseconds(config.dqliteLatencyMs);
+        options.dqlite->readLease = node.electionTimeout() / 2;
     }
     return options;
 }

@@ -144,6 +144,94 @@ TEST_F(DqliteReaderTest, AReaderOpensWhileAWriterHoldsTheLockReadsTheDataAndWrit
     writer->read(Datastore::Running, [](const lyd_node* t) { EXPECT_EQ(interfaceNames(t).size(), 4u); });
 }
 
+/// What a store on a dqlite cluster of three promises its readers (rule 3): no answer from
+/// memory once its node may no longer lead. Node 1 leads; the store talks to it alone, as
+/// ncstored talks to its embedded node.
+class DqliteLeadershipTest : public ::testing::Test {
+protected:
+    static constexpr std::chrono::milliseconds kLease{250};
+
+    void SetUp() override {
+        ctx_ = test::interfacesContext();
+        std::vector<std::string> addresses;
+        for (std::uint64_t id = 1; id <= 3; ++id) {
+            const auto nodeDir = dir_.path() / ("node" + std::to_string(id));
+            std::filesystem::create_directory(nodeDir);
+            // 20 ms of latency: a 300 ms election timeout, so that a lost majority shows soon.
+            nodes_.push_back(std::make_unique<dqlite::test::ChildNode>(
+                id, dqlite::test::freeAddress(), nodeDir, std::chrono::milliseconds{20}));
+            addresses.push_back(nodes_.back()->address());
+        }
+        dqlite::Cluster cluster(addresses);
+        dqlite::Connection& leader = cluster.leader(std::chrono::seconds{5});
+        for (std::uint64_t id = 2; id <= 3; ++id) {
+            leader.add(id, addresses[id - 1]);
+            leader.assign(id, dqlite::Role::Voter);
+        }
+    }
+
+    std::unique_ptr<Store> open() {
+        StoreOptions o;
+        o.file = dir_.path() / "unused.db";
+        o.dqlite = DqliteStoreOptions{{nodes_[0]->address()}, "ncstore.db", std::chrono::milliseconds{1500}};
+        o.dqlite->readLease = kLease;
+        return Store::open(ctx_.get(), o);
+    }
+
+    /// The meta row a read's leadership check rewrites ("" before the first).
+    std::string leaderCheck() {
+        dqlite::Connection c = dqlite::Connection::connect(nodes_[0]->address());
+        const auto rows = c.query(c.open("ncstore.db"), "SELECT value FROM meta WHERE key='leader_check'");
+        return rows.rows.empty() ? "" : std::get<std::string>(rows.rows.at(0).at(0));
+    }
+
+    static std::size_t count(const Store& s) {
+        std::size_t n = 0;
+        s.read(Datastore::Running, [&](const lyd_node* t) { n = interfaceNames(t).size(); });
+        return n;
+    }
+
+    Context ctx_;
+    test::TempDir dir_;
+    std::vector<std::unique_ptr<dqlite::test::ChildNode>> nodes_;
+};
+
+TEST_F(DqliteLeadershipTest, AReadPastItsLeaseAsksTheMajorityAndFailsWithoutIt) {
+    auto s = open();
+    Tree e = parseEdit(ctx_.get(), interfacesXml("eth", 0, 3));
+    s->edit({}, Datastore::Running, e.get());
+    // Within the lease of the edit's commit: answered from memory, nothing written.
+    EXPECT_EQ(count(*s), 3u);
+    EXPECT_EQ(leaderCheck(), "");
+
+    // Past it: the read writes a check through Raft first, and the reads within the new lease
+    // write nothing more.
+    std::this_thread::sleep_for(kLease * 2);
+    EXPECT_EQ(count(*s), 3u);
+    const std::string first = leaderCheck();
+    EXPECT_NE(first, "");
+    EXPECT_EQ(count(*s), 3u);
+    EXPECT_EQ(leaderCheck(), first);
+    std::this_thread::sleep_for(kLease * 2);
+    EXPECT_EQ(count(*s), 3u);
+    EXPECT_NE(leaderCheck(), first);
+
+    // The majority gone: once the lease ran out, node 1 answers no read from memory (another
+    // node could lead by now and have changed the data).
+    nodes_[1]->kill();
+    nodes_[2]->kill();
+    std::this_thread::sleep_for(kLease * 2);
+    bool answered = false;
+    try {
+        count(*s);
+        answered = true;
+    } catch (const Error& refused) {
+        EXPECT_EQ(refused.tag(), ErrorTag::OperationFailed);
+        EXPECT_NE(std::string(refused.what()).find("leads"), std::string::npos) << refused.what();
+    }
+    EXPECT_FALSE(answered) << "a node without its majority answered a read past its lease";
+}
+
 TEST_P(StoreTest, EditsSurviveReopenInTheSameOrder) {
     std::string before;
     {

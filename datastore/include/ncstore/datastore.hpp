@@ -17,6 +17,11 @@
 //     read() and snapshot() wait, after releasing the lock, until every write they saw is
 //     durable, and run again on reloaded memory if one of them failed. No caller ever gets data
 //     that then disappears; a reader waits at most one group commit while writes are in flight.
+//     On a dqlite cluster a read also returns only once this node is known to have led the
+//     cluster after the read began: a commit it sent since, or within the read lease before,
+//     reached a majority; else the read queues a write of its own (one Raft round, shared by
+//     the reads waiting at that moment). A node cut off from its majority answers no read from
+//     memory once its lease ran out, while a new leader may already have changed the data.
 //  4. Durable: one writer at a time (the thread of the write at the head of the queue, or the
 //     writer thread) puts every change set queued at that moment (rule 8) into ONE SQLite
 //     transaction, with their journal rows and the last commit id; each write returns once
@@ -222,6 +227,12 @@ struct DqliteStoreOptions {
     /// writer's open does, which makes the servers' commits of that moment wait), the schema
     /// must be the current one, and every write is refused.
     bool reader = false;
+    /// How long after this store sent a commit that a majority then acknowledged it may still
+    /// answer reads from memory (Store::read): at most half the Raft election timeout, within
+    /// which no other node can be elected. A read that no such commit covers first makes a
+    /// write of its own reach a majority. Zero: every read that began before the last such
+    /// commit was sent does that.
+    std::chrono::milliseconds readLease{0};
 };
 
 struct StoreOptions {
@@ -298,6 +309,10 @@ public:
     /// and some libyang lookups do for a moment: lyd_find_sibling_val without a key or value,
     /// and XPath or lyd_find_path, which use it, swap the parent's hash-table callback (a keyed
     /// lookup beside them misses). The NETCONF filters (netconfd/filter) avoid or serialize them.
+    /// On a dqlite cluster it also returns only once this node is known to have led the cluster
+    /// at a moment after the read began (DqliteStoreOptions::readLease): a node that lost its
+    /// majority throws Error (OperationFailed) instead of answering from memory what a new
+    /// leader may already have changed.
     std::uint64_t read(Datastore ds, const std::function<void(const lyd_node* tree)>& fn) const;
 
     /// A deep copy of the datastore's whole tree (nullptr when empty).

@@ -49,6 +49,13 @@ public:
         /// One-way latency between nodes: Raft's election timeout becomes 15 times this and the
         /// heartbeat 1.5 times (zero keeps dqlite's defaults, a 3 s election timeout).
         std::chrono::milliseconds networkLatency{0};
+
+        /// Raft's election timeout that networkLatency gives (dqlite 1.11: 15 times it, 3 s when
+        /// zero). A follower starts an election no sooner than this after it last heard from
+        /// its leader (libraft draws each timeout between this and twice it).
+        std::chrono::milliseconds electionTimeout() const {
+            return networkLatency.count() > 0 ? networkLatency * 15 : std::chrono::milliseconds{3000};
+        }
     };
 
     explicit Node(Options options);
