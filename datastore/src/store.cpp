@@ -120,7 +120,9 @@ public:
             return;
         }
         const auto last = writer_->lastCommitBegun();
-        if (last >= began || std::chrono::steady_clock::now() - last < options_.dqlite->readLease) {
+        const bool leased = last.time_since_epoch().count() > leaseRevoked_.load(std::memory_order_acquire) &&
+                            std::chrono::steady_clock::now() - last < options_.dqlite->readLease;
+        if (last >= began || leased) {
             return;
         }
         detail::RecordSet check{Datastore::Running, {}};
@@ -591,6 +593,11 @@ public:
         writer_->submit(std::move(slot), std::move(trim), nullptr).wait();
     }
 
+    void revokeReadLease() {
+        leaseRevoked_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                            std::memory_order_release);
+    }
+
     Stats stats() const {
         Stats s = writer_->stats();
         s.changeSetsLost = publisher_.dropped();
@@ -618,6 +625,8 @@ public:
     std::uint64_t runningWrittenAt_ = 0;  // ... and of the last write of running (unchangedSince)
 
     std::atomic<std::uint64_t> failed_{0};
+    // revokeReadLease(): when (steady clock) the read lease was last revoked.
+    std::atomic<std::chrono::steady_clock::rep> leaseRevoked_{0};
     detail::Publisher publisher_{options_.maxUnpublished}; // outlives the writer, which feeds it
     // Owned by writer_; readJournal(), backup() and integrityCheck() may be called from any thread.
     detail::Backend* backend_ = nullptr;
@@ -633,6 +642,9 @@ Store::~Store() = default;
 
 std::uint64_t Store::read(Datastore ds, const std::function<void(const lyd_node*)>& fn) const {
     return impl_->read(ds, fn);
+}
+void Store::revokeReadLease() {
+    impl_->revokeReadLease();
 }
 Tree Store::snapshot(Datastore ds) const {
     return impl_->snapshot(ds);

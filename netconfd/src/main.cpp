@@ -195,8 +195,9 @@ bool standbyUntilLeader(ncstore::cluster::Member& member, const ServerConfig& co
     return true;
 }
 
-/// While the server serves, asks its dqlite node every 200 ms whether it still leads; after two
-/// noes in a row it stops the server (the node stepped down: another server serves now).
+/// While the server serves, asks its dqlite node every 200 ms whether it still leads; at the
+/// first no, reads stop trusting the read lease (a transfer elects a new leader at once); after
+/// two noes in a row it stops the server (the node stepped down: another server serves now).
 class LeadershipWatch {
 public:
     LeadershipWatch(ncstore::cluster::Member& member, Server& server)
@@ -215,6 +216,9 @@ private:
         for (int misses = 0; watching_;) {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             misses = member.isLeader() ? 0 : misses + 1;
+            if (misses == 1) {
+                server.leadershipInDoubt();
+            }
             if (misses == 2) {
                 NCS_LOG(error) << "dqlite node " << member.options().id
                                << " is no longer the leader (leader now: " << member.leader()

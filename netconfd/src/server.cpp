@@ -146,6 +146,10 @@ void Server::start() {
     housekeepingThread_ = std::thread([this] { housekeepingLoop(); });
 }
 
+void Server::leadershipInDoubt() {
+    store_->revokeReadLease();
+}
+
 void Server::requestStop() {
     {
         std::lock_guard lock(stopMutex_);

@@ -60,6 +60,9 @@ public:
     void requestStop();
     /// Blocks until requestStop(), then shuts down in order.
     void run();
+    /// Its dqlite node said it does not lead (thread-safe): reads stop relying on the read
+    /// lease (ds::Store::revokeReadLease) while the server may still be serving.
+    void leadershipInDoubt();
 
     std::uint16_t port() const { return port_; }
     const ly_ctx* context() const { return ctx_.get(); }

@@ -314,6 +314,11 @@ public:
     /// majority throws Error (OperationFailed) instead of answering from memory what a new
     /// leader may already have changed.
     std::uint64_t read(Datastore ds, const std::function<void(const lyd_node* tree)>& fn) const;
+    /// On a dqlite cluster: from now on no read is answered on the strength of the read lease
+    /// until a commit begun after this call reached a majority (each read checks leadership
+    /// meanwhile). For a server that learned its node may have stopped leading: a leadership
+    /// transfer elects the new leader at once, sooner than the lease assumes.
+    void revokeReadLease();
 
     /// A deep copy of the datastore's whole tree (nullptr when empty).
     Tree snapshot(Datastore ds) const;
