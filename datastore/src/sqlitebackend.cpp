@@ -315,7 +315,17 @@ void SqliteBackend::checkpointLoop() {
             checkpointWanted_ = false;
         }
         try {
-            checkpointDb_->exec("PRAGMA wal_checkpoint(PASSIVE)");
+            const auto t0 = std::chrono::steady_clock::now();
+            SQLite::Statement q(*checkpointDb_, "PRAGMA wal_checkpoint(PASSIVE)");
+            if (q.executeStep()) {
+                // Its copying competes with the commits for the disk: say how long it took.
+                NCS_LOG(debug) << "datastore: WAL checkpoint copied " << q.getColumn(2).getInt() << " of "
+                               << q.getColumn(1).getInt() << " frames in "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - t0)
+                                      .count()
+                               << " ms";
+            }
         } catch (const std::exception& e) {
             NCS_LOG(warning) << "datastore: WAL checkpoint failed (retried after the next commits): "
                              << e.what();
