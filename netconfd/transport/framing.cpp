@@ -143,6 +143,21 @@ std::string_view frameInPlace(std::string& buf, Framing framing) {
         buf += kEndOfMessage;
         return std::string_view(buf).substr(kHeaderRoom);
     }
+    if (size > kOutChunkSize) {
+        const std::string_view message = std::string_view(buf).substr(kHeaderRoom);
+        std::string out;
+        out.reserve(size + (size / kOutChunkSize + 1) * 10 + 4);
+        for (std::size_t at = 0; at < size; at += kOutChunkSize) {
+            const std::size_t n = std::min(kOutChunkSize, size - at);
+            out += "\n#";
+            out += std::to_string(n);
+            out += '\n';
+            out += message.substr(at, n);
+        }
+        out += "\n##\n";
+        buf.swap(out);
+        return buf;
+    }
     const std::string header = "\n#" + std::to_string(size) + "\n";
     const std::size_t start = kHeaderRoom - header.size();
     buf.replace(start, header.size(), header);

@@ -76,8 +76,14 @@ private:
 /// digits + "\n").
 inline constexpr std::size_t kHeaderRoom = 23;
 
+/// The largest chunk the server sends. A message of more goes out as several chunks: clients
+/// that gather a chunk by decoding everything they hold of it on every read (ncclient 0.6's
+/// base:1.1 parser, once per 4 KiB read) pay for a chunk quadratically in its size.
+inline constexpr std::size_t kOutChunkSize = 16 * 1024;
+
 /// `buf` holds kHeaderRoom bytes of room followed by one message: writes the framing around the
-/// message in place (no copy of it) and returns the bytes to send, which live in `buf`.
+/// message and returns the bytes to send, which live in `buf`. In place (no copy of the message)
+/// unless it needs several chunks (kOutChunkSize); then `buf` is rebuilt.
 std::string_view frameInPlace(std::string& buf, Framing framing);
 
 /// `message` framed for sending.
