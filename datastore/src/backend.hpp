@@ -64,7 +64,7 @@ struct RecordSet {
 };
 
 /// Schema version of the layout written by this build; older databases are migrated.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// The SQL that brings a database from schema version `step - 1` to `step` (1..kSchemaVersion),
 /// each to run in one transaction with the matching `UPDATE meta` (both backends run the same).

@@ -321,8 +321,8 @@ void DqliteBackend::migrate() {
             cluster_.run(
                 [&](Connection& c) {
                     const auto db = c.open(options_.database);
-                    // Each statement is idempotent (IF NOT EXISTS, OR REPLACE): run again whole
-                    // when the answer to COMMIT was lost.
+                    // Run again whole when the answer to COMMIT was lost: the version it reads
+                    // first tells whether the migration landed.
                     c.exec(db, "BEGIN");
                     try {
                         c.exec(db, kCreateMeta);

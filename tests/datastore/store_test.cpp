@@ -358,6 +358,42 @@ TEST_F(StoreFileTest, MigratesAVersion1File) {
     EXPECT_NE(dump(*s, Datastore::Running).find("<enabled>false</enabled>"), std::string::npos);
 }
 
+TEST_F(StoreFileTest, MigratesAVersion3FileKeepingItsJournalsInOrder) {
+    {
+        sqlite3* raw = nullptr;
+        ASSERT_EQ(sqlite3_open((dir_.path() / "ncstore.db").c_str(), &raw), SQLITE_OK);
+        std::unique_ptr<sqlite3, decltype(&sqlite3_close)> db(raw, sqlite3_close);
+        ASSERT_EQ(
+            sqlite3_exec(
+                db.get(),
+                "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                "INSERT INTO meta VALUES('schema_version', '3');"
+                "CREATE TABLE records(id INTEGER PRIMARY KEY, ds INTEGER NOT NULL, path TEXT NOT NULL,"
+                " parent TEXT NOT NULL, data BLOB NOT NULL, UNIQUE(ds, path));"
+                "CREATE TABLE patches(id INTEGER PRIMARY KEY, ds INTEGER NOT NULL, path TEXT NOT NULL,"
+                " value TEXT NOT NULL, UNIQUE(ds, path));"
+                "CREATE TABLE journal(name TEXT NOT NULL, commit_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
+                " data BLOB NOT NULL, PRIMARY KEY(name, commit_id, seq)) WITHOUT ROWID;"
+                "INSERT INTO journal VALUES('log', 7, 1, 'b'), ('log', 7, 0, 'a'), ('other', 8, 0, 'x'),"
+                " ('log', 9, 0, 'c');",
+                nullptr, nullptr, nullptr),
+            SQLITE_OK);
+    }
+    auto rows = [](const Store& s) {
+        std::vector<std::pair<std::uint64_t, std::string>> out;
+        s.readJournal("log", 0, [&](const JournalRow& r) { out.emplace_back(r.commitId, r.data); });
+        return out;
+    };
+    using Rows = std::vector<std::pair<std::uint64_t, std::string>>;
+    auto s = open();
+    EXPECT_EQ(rows(*s), (Rows{{7, "a"}, {7, "b"}, {9, "c"}}));
+    // Commit ids go on after the newest the old journal held.
+    EXPECT_EQ(s->appendJournalDurable("log", "d"), 10u);
+    s.reset();
+    s = open();
+    EXPECT_EQ(rows(*s), (Rows{{7, "a"}, {7, "b"}, {9, "c"}, {10, "d"}}));
+}
+
 TEST_P(StoreTest, TestOnlyValidatesWithoutChanging) {
     auto s = open();
     EditOptions o;
