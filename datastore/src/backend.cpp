@@ -150,15 +150,15 @@ BatchResult writeBatch(const std::vector<const RecordSet*>& batch, std::uint64_t
     // A trim may delete the rows that held the newest commit id, so a transaction that trims
     // says it in the meta row, as one whose last write has no journal row must.
     r.lastCommitId = std::max(lastCommitId, commitId);
-    bool wroteMeta = false;
     if ((commitId > 0 && !journalTells) || (trimmed && r.lastCommitId > 0)) {
         w.setCommitId(r.lastCommitId);
-        wroteMeta = true;
     }
-    const bool wroteRows =
-        wroteMeta || trimmed || firstRow != std::numeric_limits<std::uint64_t>::max() ||
-        std::any_of(batch.begin(), batch.end(), [](const RecordSet* cs) { return !cs->ops.empty(); });
-    if (!wroteRows &&
+    // A leader check must replicate something: when the batch writes nothing else, it rewrites
+    // its meta row.
+    const auto writesNothing = [](const RecordSet* cs) {
+        return cs->ops.empty() && cs->journal.empty() && cs->trims.empty() && cs->commitId == 0;
+    };
+    if (std::all_of(batch.begin(), batch.end(), writesNothing) &&
         std::any_of(batch.begin(), batch.end(), [](const RecordSet* cs) { return cs->leaderCheck; })) {
         // Nanoseconds since the epoch and a counter: never the value the row already holds.
         static std::atomic<std::uint64_t> checks{0};
