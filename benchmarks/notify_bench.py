@@ -28,6 +28,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clients", "python"))
+import heap  # noqa: E402
 from ncframed import FramedSession  # noqa: E402
 
 NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
@@ -190,6 +191,7 @@ def main():
     lt.add_argument("--yang-push", action="store_true", help="an RFC 8641 on-change subscription, not RFC 5277")
     sub.add_parser("replay")
     a = ap.parse_args()
+    heap.keep_freed_memory()
     {"follow": follow, "latency": latency, "replay": replay}[a.cmd](a)
 
 

@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 
+import heap
 from ncframed import FramedSession
 from nctime import proc_cpu_seconds, read, summary
 
@@ -66,6 +67,7 @@ def main():
     rpc.add_argument("--operation", required=True, help="file holding the operation element")
     rpc.add_argument("-r", "--repeat", type=int, default=3)
     args = ap.parse_args()
+    heap.keep_freed_memory()
     try:
         session = FramedSession(args.host, args.port, args.user, args.password, args.timeout)
     except RuntimeError as e:

@@ -31,6 +31,8 @@ import ncclient.transport.ssh
 from ncclient import manager
 from ncclient.operations.rpc import RPCError
 
+import heap
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -208,6 +210,7 @@ def main():
     c.add_argument("--template", required=True, help="<config> with @I@ (unique index), @S@, @N@")
     c.add_argument("--index-offset", type=int, default=0)
     args = ap.parse_args()
+    heap.keep_freed_memory()
     ncclient.transport.ssh.TICK = args.tick  # read by the session thread on every loop
     if args.command == "concurrent":
         cmd_concurrent(args, None)
