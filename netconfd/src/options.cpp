@@ -71,7 +71,8 @@ po::options_description fileOptions(ServerConfig& c) {
             "with --backend dqlite: IPv4:port of another node (repeatable): a new node joins through them")
         ("dqlite-latency-ms", po::value<unsigned>(&c.dqliteLatencyMs)->default_value(c.dqliteLatencyMs),
             "with --backend dqlite: one-way network latency between nodes; the election timeout is 15 times "
-            "this (0: dqlite's defaults, a 3 s election timeout)");
+            "this (0: dqlite's defaults, a 3 s election timeout); it must exceed the longest transaction, which the "
+            "leader executes between its heartbeats");
     // clang-format on
     return d;
 }
