@@ -4,8 +4,8 @@ By default glibc gives every large buffer (128 KiB and up) its own mapping and r
 kernel when freed; a client that receives tens of MB (paramiko's packets, the framed messages,
 ncclient's replies) then touches fresh pages all the time. On some virtual machines a page fault
 costs ~10 us: measured with notify_bench.py's replay of 65 MB, 137,000 faults and 2.6 s of client CPU
-against 11,000 faults and 0.6 s with the heap kept (the server's CPU was 0.37 s either way). A
-client that is slower than the server measures itself, hence this.
+against 11,000 faults and 0.6 s with the heap kept, while the server spent 0.37 s on it. A client
+that is slower than the server measures itself, hence this.
 """
 import ctypes
 import ctypes.util

@@ -89,7 +89,7 @@ int resetNacm(const ServerConfig& config) {
 ///   threads from queueing on one lock while the server's memory stays that of its data.
 /// - freed memory is kept up to 64 MiB per arena (large buffers from the heap, trimmed above
 ///   64 MiB, grown 16 MiB at a time): by default a 2.6 MB reply got fresh pages from the kernel
-///   each time, ~22,000 page faults per 16384-interface get-config, and the faults were half of
+///   each time, ~2,500 page faults per 16384-interface get-config, and the faults were half of
 ///   its server CPU (60 -> 30 ms, median 98 -> 67 ms with nctime.py; RSS 114 -> 129 MB).
 /// False when a setting could not be made (the caller says so once logging is set up: logged
 /// before, it would go to stdout, into what a command such as --cluster-status prints).
