@@ -24,12 +24,11 @@ std::uint64_t microsSince(Clock::time_point start) {
 
 } // namespace
 
-const lyd_node* Server::parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const {
+Tree Server::parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const {
     if (auto parsed = req.takeConfig(anyxml)) {
         // Parsed with the message (rpcparse.hpp): already what parseEditContent() gives.
         parseUs += parsed->parseUs;
-        req.content = std::move(parsed->tree);
-        return req.content.get();
+        return std::move(parsed->tree);
     }
     if (isParsedSeparately(anyxml)) {
         throw RpcError(ErrorTag::OperationFailed, ErrorType::Application,
@@ -62,8 +61,7 @@ const lyd_node* Server::parseConfig(ParsedRpc& req, const lyd_node* anyxml, std:
     parseUs += microsSince(start);
     NCS_LOG(trace) << "parsed config: "
                    << (tree ? print(tree.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK) : "");
-    req.content = std::move(tree);
-    return req.content.get();
+    return tree;
 }
 
 Reply Server::read(Request& r, bool config) {
@@ -150,16 +148,17 @@ Reply Server::applyEdit(Request& r, ds::Datastore target, const ds::EditOptions&
             .withBadElement("config");
     }
     Reply reply;
-    const lyd_node* edit = parseConfig(r.rpc, configNode, reply.parseUs);
+    const Tree edit = parseConfig(r.rpc, configNode, reply.parseUs);
     // Only an edit that names /nacm, or replaces at the top, can change running's /nacm.
-    const bool mayChangeNacm = target == ds::Datastore::Running &&
-                               (options.defaultOperation == ds::DefaultOperation::Replace || nacmTop(edit));
+    const bool mayChangeNacm =
+        target == ds::Datastore::Running &&
+        (options.defaultOperation == ds::DefaultOperation::Replace || nacmTop(edit.get()));
     WriteCheck check = writeCheck(r, mayChangeNacm, options.testOption != ds::TestOption::TestOnly);
     ds::WriteContext who = check.context(writer(r.session));
     who.comment = valueOf(child(rpc, "comment")); // ncstore-commits' augment: the history's comment
     ds::WriteTiming timing;
     if (edit) {
-        timing = check.run(*store_, [&] { return store_->edit(who, target, edit, options); });
+        timing = check.run(*store_, [&] { return store_->edit(who, target, edit.get(), options); });
     } else if (options.defaultOperation == ds::DefaultOperation::Replace &&
                options.testOption != ds::TestOption::TestOnly) {
         // An empty <config> replacing everything empties the datastore.
@@ -182,8 +181,8 @@ Reply Server::opCopyConfig(Request& r) {
     const ds::WriteContext who = check.context(writer(r.session));
     ds::WriteTiming timing;
     if (source.config) {
-        const lyd_node* config = parseConfig(r.rpc, source.config, reply.parseUs);
-        timing = check.run(*store_, [&] { return store_->replace(who, target, config); });
+        const Tree config = parseConfig(r.rpc, source.config, reply.parseUs);
+        timing = check.run(*store_, [&] { return store_->replace(who, target, config.get()); });
     } else if (*source.ds != target) {
         requireReadable(r, *source.ds);
         timing = check.run(*store_, [&] { return store_->copy(who, *source.ds, target); });
@@ -220,9 +219,9 @@ Reply Server::opValidate(Request& r) {
     std::vector<nacm::Problem> problems;
     if (source.config) {
         std::uint64_t parseUs = 0;
-        const lyd_node* config = parseConfig(r.rpc, source.config, parseUs);
-        store_->validate(config);
-        problems = nacm::Policy::validate(config, ctx_.get());
+        const Tree config = parseConfig(r.rpc, source.config, parseUs);
+        store_->validate(config.get());
+        problems = nacm::Policy::validate(config.get(), ctx_.get());
     } else {
         store_->validate(*source.ds);
         store_->read(*source.ds, [&](const lyd_node* tree) {

@@ -62,9 +62,6 @@ struct ParsedRpc {
     /// The <config> node that stands for a content parsed apart, and that content.
     const lyd_node* configNode = nullptr;
     std::optional<ParsedConfig> config;
-    /// The <config> content an operation used (Server::parseConfig), freed with the request
-    /// after the reply is written: freed first, a 2048-entry edit's <ok/> came 3-4 ms later.
-    Tree content;
 
     /// The content parsed apart for `node`, if it is that node; taken once.
     std::optional<ParsedConfig> takeConfig(const lyd_node* node);

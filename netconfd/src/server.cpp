@@ -354,8 +354,8 @@ bool Server::handleMessage(Session& s, const std::string& message) {
     }
     std::string out(transport::kHeaderRoom, ' ');
     renderReply(out, request.envelope.get(), reply, ctx_.get());
-    // The parsed request (with a large edit's trees) is freed after the reply is written, while
-    // the client reads it: a large request has a small reply and the other way round.
+    // The parsed request can go before the (possibly large) reply is written.
+    request = ParsedRpc{};
     const bool sent = s.connection().write(transport::frameInPlace(
         out, s.base11 ? transport::Framing::Chunked : transport::Framing::EndOfMessage));
     return sent && !reply.endSession;

@@ -145,9 +145,8 @@ private:
     void raiseSessionEnd(const Session& s, TermReason reason);
 
     /// The content of a `config` anyxml as a configuration (strict, no state): the tree
-    /// parseRpc() parsed with the message, or else parsed from the anyxml's content. `req` owns
-    /// it (ParsedRpc::content), so it lives until the reply is written.
-    const lyd_node* parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const;
+    /// parseRpc() parsed with the message, or else parsed from the anyxml's content.
+    Tree parseConfig(ParsedRpc& req, const lyd_node* anyxml, std::uint64_t& parseUs) const;
     /// ietf-netconf-monitoring, ietf-yang-library, NACM counters and commit history state data:
     /// all of it, or what a read filtered by `filterNode` can select of it (its top-level nodes
     /// in filter::topLevelScope(); the filter still has to be applied).
