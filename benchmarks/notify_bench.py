@@ -1,16 +1,11 @@
 #!/usr/bin/python3
-"""Notification clients for benchmarks/run (B12-B14): they frame and scan, never parse XML, so that
-the server is what is measured. NETCONF 1.1 over paramiko (Debian python3-paramiko).
+"""Notification clients for benchmarks/run (B13, B14): they frame and scan, never parse XML, so that
+the server is what is measured. NETCONF 1.1 over paramiko (Debian python3-paramiko). B12's ten
+subscribers are benchmarks/follow (C++): ten of these cost as much CPU as the server.
 
-  notify_bench.py follow  --port P --user U --password W --names PREFIX --count N [--per-session K]
   notify_bench.py latency --port P --user U --password W --edits N
   notify_bench.py replay  --port P --user U --password W
 
-follow: subscribes (RFC 5277, stream NETCONF; with --yang-push an RFC 8641 on-change subscription to
-        running's /interfaces), prints "ready", then reads until it has seen N config-change edits (or
-        YANG Patch edits) of interfaces named PREFIX<first+i> (or --idle seconds pass without one). Checks
-        what the benchmark must not assume: every i in [0, N) exactly once; with --per-session K, the
-        entries of one editing session (i // K) in the order it made them; eventTime never going back.
 latency: one session edits, another is subscribed (--yang-push: on change): per edit, the time from the editor's <ok/> to the
         subscriber's reading of its notification (p50/p99/max).
 replay: subscribes with a startTime before everything and times the replay up to replayComplete;
@@ -21,7 +16,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import sys
 import threading
@@ -37,7 +31,6 @@ YP_NS = "urn:ietf:params:xml:ns:yang:ietf-yang-push"
 DS_NS = "urn:ietf:params:xml:ns:yang:ietf-datastores"
 IF_NS = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
 END = b"</notification>"
-EVENT_TIME = re.compile(rb"<eventTime>([^<]+)</eventTime>")
 
 
 class Session(FramedSession):
@@ -69,48 +62,6 @@ def subscribe(s, yang_push, prefix):
                           rb"(\d+)</target>")
     s.rpc(f'<create-subscription xmlns="{NOTIF_NS}"/>')
     return re.compile(rb"interface\[[\w.-]*:?name=(?:&apos;|')" + re.escape(prefix.encode()) + rb"(\d+)")
-
-
-def follow(a):
-    s = Session(a)
-    names = subscribe(s, a.yang_push, a.names)
-    print("ready", flush=True)
-    seen = {}
-    dup = 0
-    order = 0
-    last_by_session = {}
-    last_time = b""
-    time_back = 0
-    start = time.perf_counter()
-    s.chan.settimeout(a.idle)
-    try:
-        while len(seen) < a.count:
-            m = s.message()
-            if END not in m:
-                continue
-            t = EVENT_TIME.search(m)
-            if t:
-                if t.group(1) < last_time:
-                    time_back += 1
-                last_time = t.group(1)
-            for i in (int(x) - a.first for x in names.findall(m)):
-                if i in seen:
-                    dup += 1
-                seen[i] = True
-                if a.per_session:
-                    sess = i // a.per_session
-                    if last_by_session.get(sess, -1) > i:
-                        order += 1
-                    last_by_session[sess] = i
-    except (socket.timeout, TimeoutError, EOFError) as e:
-        err = repr(e)
-    else:
-        err = None
-    missing = sum(1 for i in range(a.count) if i not in seen)
-    print(json.dumps({"received": len(seen), "duplicates": dup, "missing": missing, "order_violations": order,
-                      "time_going_back": time_back, "seconds": time.perf_counter() - start,
-                      "cpu_s": time.process_time(), "error": err}),
-          flush=True)
 
 
 def iface_edit(name):
@@ -178,13 +129,6 @@ def main():
     ap.add_argument("--user", required=True)
     ap.add_argument("--password", required=True)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("follow")
-    f.add_argument("--names", required=True)
-    f.add_argument("--count", type=int, required=True)
-    f.add_argument("--first", type=int, default=0, help="the names are PREFIX<first> .. PREFIX<first+count-1>")
-    f.add_argument("--per-session", type=int, default=0)
-    f.add_argument("--idle", type=float, default=120)
-    f.add_argument("--yang-push", action="store_true", help="an RFC 8641 on-change subscription, not RFC 5277")
     lt = sub.add_parser("latency")
     lt.add_argument("--edits", type=int, default=1000)
     lt.add_argument("--gap", type=float, default=0.002, help="seconds between edits")
@@ -192,7 +136,7 @@ def main():
     sub.add_parser("replay")
     a = ap.parse_args()
     heap.keep_freed_memory()
-    {"follow": follow, "latency": latency, "replay": replay}[a.cmd](a)
+    {"latency": latency, "replay": replay}[a.cmd](a)
 
 
 if __name__ == "__main__":
