@@ -126,9 +126,13 @@ public:
                 }
                 throw TimedOut("no message for " + std::to_string(timeoutMs) + " ms");
             }
+            ++reads_;
             reader_.feed(std::string_view(buf_.data(), static_cast<std::size_t>(n)));
         }
     }
+
+    /// Reads that returned data: notifications / reads tells how the server batches its writes.
+    long reads() const { return reads_; }
 
 private:
     void set(ssh_options_e option, const void* value, const char* what) {
@@ -152,6 +156,7 @@ private:
     MessageReader reader_;
     std::vector<char> buf_ = std::vector<char>(256 * 1024);
     unsigned messageId_ = 0;
+    long reads_ = 0;
 };
 
 /// Finds the numbers n of the interfaces PREFIXn an event changes, in document order.
@@ -292,7 +297,8 @@ int main(int argc, char** argv) {
         const NameScan scan(names, yangPush);
         std::vector<char> seen(static_cast<std::size_t>(count), 0);
         std::vector<long> lastBySession;
-        long received = 0, duplicates = 0, orderViolations = 0, timeGoingBack = 0, outside = 0;
+        long received = 0, notifications = 0, duplicates = 0, orderViolations = 0, timeGoingBack = 0,
+             outside = 0;
         std::string lastTime;
         std::string error;
         const auto start = std::chrono::steady_clock::now();
@@ -303,6 +309,7 @@ int main(int argc, char** argv) {
                 if (m.find("</notification>") == std::string::npos) {
                     continue;
                 }
+                ++notifications;
                 if (auto t = m.find("<eventTime>"); t != std::string::npos) {
                     t += 11;
                     const auto e = m.find('<', t);
@@ -341,11 +348,12 @@ int main(int argc, char** argv) {
         }
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        std::printf("{\"received\": %ld, \"duplicates\": %ld, \"missing\": %ld, \"order_violations\": %ld, "
-                    "\"time_going_back\": %ld, \"outside_range\": %ld, \"seconds\": %.6f, \"cpu_s\": %.6f, "
-                    "\"error\": %s}\n",
-                    received, duplicates, count - received, orderViolations, timeGoingBack, outside, seconds,
-                    cpuSeconds(), error.empty() ? "null" : jsonString(error).c_str());
+        std::printf(
+            "{\"received\": %ld, \"duplicates\": %ld, \"missing\": %ld, \"order_violations\": %ld, "
+            "\"time_going_back\": %ld, \"outside_range\": %ld, \"notifications\": %ld, \"reads\": %ld, "
+            "\"seconds\": %.6f, \"cpu_s\": %.6f, \"error\": %s}\n",
+            received, duplicates, count - received, orderViolations, timeGoingBack, outside, notifications,
+            nc.reads(), seconds, cpuSeconds(), error.empty() ? "null" : jsonString(error).c_str());
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ncstore-follow: %s\n", e.what());

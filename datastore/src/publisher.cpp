@@ -75,21 +75,29 @@ void Publisher::loop() {
             lost = std::exchange(lostThrough_, 0);
             subscribers = subscribers_;
         }
-        for (const auto& next : batch) {
-            for (const Subscriber& s : subscribers) {
-                try {
-                    if (lost > s.after) {
-                        s.listener->lost(lost);
-                    }
-                    if (next->commitId > s.after) {
-                        s.listener->published(next);
-                    }
-                } catch (const std::exception& e) {
-                    NCS_LOG(error) << "datastore: a change listener failed on commit " << next->commitId
-                                   << ": " << e.what();
+        // Listener by listener, each with its part of the batch in one call.
+        std::vector<std::shared_ptr<const ChangeSet>> mine;
+        for (const Subscriber& s : subscribers) {
+            mine.clear();
+            for (const auto& next : batch) {
+                if (next->commitId > s.after) {
+                    mine.push_back(next);
                 }
             }
-            lost = 0;
+            try {
+                if (lost > s.after) {
+                    s.listener->lost(lost);
+                }
+                if (!mine.empty()) {
+                    s.listener->publishedBatch(mine);
+                }
+            } catch (const std::exception& e) {
+                NCS_LOG(error) << "datastore: a change listener failed on "
+                               << (mine.empty() ? std::string("lost change sets")
+                                                : "commits " + std::to_string(mine.front()->commitId) + ".." +
+                                                      std::to_string(mine.back()->commitId))
+                               << ": " << e.what();
+            }
         }
     }
 }

@@ -17,7 +17,7 @@ bool Subscription::overflowed() const {
     return overflowed_;
 }
 
-void Subscription::offer(const EventPtr& event) {
+void Subscription::offer(const std::vector<EventPtr>& events) {
     bool wake = false;
     bool overflow = false;
     {
@@ -25,13 +25,16 @@ void Subscription::offer(const EventPtr& event) {
         if (overflowed_) {
             return;
         }
-        if (queue_.size() >= maxEvents_ || bytes_ + event->bytes() > maxBytes_) {
-            overflowed_ = overflow = wake = true;
-        } else {
-            wake = queue_.empty();
+        const bool wasEmpty = queue_.empty();
+        for (const auto& event : events) {
+            if (queue_.size() >= maxEvents_ || bytes_ + event->bytes() > maxBytes_) {
+                overflowed_ = overflow = true;
+                break;
+            }
             queue_.push_back(event);
             bytes_ += event->bytes();
         }
+        wake = overflow || (wasEmpty && !queue_.empty());
     }
     if (wake && wake_) {
         wake_(overflow);
@@ -64,13 +67,16 @@ void Bus::unsubscribe(const Subscription* s) {
     std::erase_if(subscriptions_, [s](const auto& p) { return p.get() == s; });
 }
 
-void Bus::publish(const EventPtr& event) {
-    // Offered under the bus lock: a subscription is either in the list for the whole event or
-    // not at all, and unsubscribe() returns only once no offer to it is running.
+void Bus::publish(const std::vector<EventPtr>& events) {
+    if (events.empty()) {
+        return;
+    }
+    // Offered under the bus lock: a subscription is either in the list for all the events or
+    // for none, and unsubscribe() returns only once no offer to it is running.
     std::lock_guard lock(mutex_);
-    lastId_ = std::max(lastId_, event->id);
+    lastId_ = std::max(lastId_, events.back()->id);
     for (const auto& s : subscriptions_) {
-        s->offer(event);
+        s->offer(events);
     }
 }
 

@@ -2,8 +2,9 @@
 //
 // Promises:
 //  - publish() never blocks on a subscriber and never waits for I/O: it appends a shared pointer
-//    to each subscription's bounded queue and wakes the subscriber only when its queue was empty.
-//    Its cost is O(subscriptions) pointer copies per event, whatever the event's size.
+//    to each subscription's bounded queue and wakes the subscriber only when its queue was empty
+//    (once for all the events of one call). Its cost is O(subscriptions) pointer copies per
+//    event, whatever the event's size.
 //  - A subscription whose queue is full when an event arrives is over (overflowed()): it gets no
 //    further events, so a subscriber that cannot keep up costs bounded memory and slows nobody;
 //    its session ends it and says why. What it missed is in the replay log.
@@ -58,7 +59,7 @@ public:
 
 private:
     friend class Bus;
-    void offer(const EventPtr& event);
+    void offer(const std::vector<EventPtr>& events);
     void fail();
 
     const std::size_t maxEvents_;
@@ -76,7 +77,9 @@ public:
     std::shared_ptr<Subscription> subscribe(std::size_t maxEvents, std::size_t maxBytes,
                                             Subscription::Wake wake);
     void unsubscribe(const Subscription* s);
-    void publish(const EventPtr& event);
+    /// `events` in this order, ids increasing.
+    void publish(const std::vector<EventPtr>& events);
+    void publish(const EventPtr& event) { publish(std::vector<EventPtr>{event}); }
     /// Every subscription now is over, as if its queue overflowed (the publisher lost events).
     void failAll();
     /// The id of the last event published (0: none yet).

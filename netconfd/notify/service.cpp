@@ -115,15 +115,27 @@ std::shared_ptr<void> Service::follow() {
 }
 
 void Service::changed(const ds::ChangeSet& changes) {
-    publish(changes, nullptr);
+    std::vector<EventPtr> events;
+    std::lock_guard lock(publishing_);
+    eventsOf(changes, nullptr, events);
+    bus_.publish(events);
 }
 
 void Service::published(const std::shared_ptr<const ds::ChangeSet>& changes) {
-    publish(*changes, changes);
+    publishedBatch({changes});
 }
 
-void Service::publish(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared) {
+void Service::publishedBatch(const std::vector<std::shared_ptr<const ds::ChangeSet>>& batch) {
+    std::vector<EventPtr> events;
     std::lock_guard lock(publishing_);
+    for (const auto& changes : batch) {
+        eventsOf(*changes, changes, events);
+    }
+    bus_.publish(events);
+}
+
+void Service::eventsOf(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared,
+                       std::vector<EventPtr>& out) {
     for (const auto& [name, text] : changes.journal) {
         if (name != kJournal) {
             continue;
@@ -138,7 +150,7 @@ void Service::publish(const ds::ChangeSet& changes, const std::shared_ptr<const 
             event->changes = shared;
             event->changesBytes = footprint(changes);
         }
-        bus_.publish(std::make_shared<const Event>(std::move(*event)));
+        out.push_back(std::make_shared<const Event>(std::move(*event)));
     }
 }
 

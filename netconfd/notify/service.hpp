@@ -73,13 +73,18 @@ public:
     // ds::ChangeListener, on the store's publisher thread.
     void changed(const ds::ChangeSet& changes) override;
     void published(const std::shared_ptr<const ds::ChangeSet>& changes) override;
+    /// The events of the whole batch go on the bus at once: a subscriber is woken once for them
+    /// and sends them in one write (one per commit cost ~6 us of CPU each under 50 sessions).
+    void publishedBatch(const std::vector<std::shared_ptr<const ds::ChangeSet>>& batch) override;
     void lost(std::uint64_t through) override;
 
     /// A logged row as an Event (exposed for tests).
     static std::optional<Event> parseRow(std::uint64_t id, const std::string& row);
 
 private:
-    void publish(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared);
+    /// Appends the events of `changes` to `out`; under publishing_.
+    void eventsOf(const ds::ChangeSet& changes, const std::shared_ptr<const ds::ChangeSet>& shared,
+                  std::vector<EventPtr>& out);
     void indexLog();
     void remember(std::uint64_t id, std::chrono::system_clock::time_point time);
 
@@ -89,7 +94,7 @@ private:
     const std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
     Bus bus_;
     std::atomic<int> followers_{0};
-    std::mutex publishing_; ///< publish() and follow()
+    std::mutex publishing_; ///< publishing on the bus, and follow()
 
     mutable std::mutex mutex_;
     std::deque<std::pair<std::uint64_t, std::chrono::system_clock::time_point>> index_; ///< id, time

@@ -893,4 +893,35 @@ TEST_F(ChangesTest, ASlowListenerDelaysNoCommitAndLosesWhatExceedsTheBound) {
         << "lost() names the last change set dropped";
 }
 
+/// Records how the publisher groups change sets.
+class Batching : public Blocking {
+public:
+    void publishedBatch(const std::vector<std::shared_ptr<const ChangeSet>>& batch) override {
+        {
+            std::lock_guard lock(mutex_);
+            sizes_.push_back(batch.size());
+        }
+        ChangeListener::publishedBatch(batch);
+    }
+    std::vector<std::size_t> sizes_;
+};
+
+TEST_F(ChangesTest, ChangeSetsThatWaitedForTheListenerReachItInOneCall) {
+    // What lets a notification subscriber be woken once for many commits under load.
+    auto s = open();
+    Batching listener;
+    const std::uint64_t start = s->addListener(listener);
+    edit(*s, interfacesXml("eth", 0, 1));
+    listener.waitEntered();
+    for (int i = 1; i < 6; ++i) {
+        edit(*s, interfacesXml("eth", i, 1));
+    }
+    listener.release();
+    listener.waitFor(start + 6);
+    s->removeListener(listener);
+    EXPECT_EQ(listener.ids_,
+              (std::vector<std::uint64_t>{start + 1, start + 2, start + 3, start + 4, start + 5, start + 6}));
+    EXPECT_EQ(listener.sizes_, (std::vector<std::size_t>{1, 5}));
+}
+
 } // namespace

@@ -54,6 +54,24 @@ TEST(Bus, ASubscriberIsWokenOnlyWhenItsQueueWasEmpty) {
     EXPECT_EQ(wakes, 2);
 }
 
+TEST(Bus, EventsPublishedTogetherWakeASubscriberOnce) {
+    Bus bus;
+    int wakes = 0;
+    auto s = bus.subscribe(100, 1 << 20, [&](bool) { ++wakes; });
+    bus.publish({event(1), event(2), event(3)});
+    EXPECT_EQ(wakes, 1);
+    EXPECT_EQ(s->take().size(), 3u);
+    EXPECT_EQ(bus.lastId(), 3u);
+    // A queue that fills up in the middle of a batch keeps what fit and is told once.
+    int overflows = 0;
+    auto small = bus.subscribe(2, 1 << 20, [&](bool overflowed) { overflows += overflowed; });
+    bus.publish({event(4), event(5), event(6)});
+    EXPECT_TRUE(small->overflowed());
+    EXPECT_EQ(small->take().size(), 2u);
+    EXPECT_EQ(overflows, 1);
+    EXPECT_EQ(s->take().size(), 3u);
+}
+
 TEST(Bus, AFullQueueEndsOnlyItsSubscription) {
     Bus bus;
     std::atomic<int> overflows{0};

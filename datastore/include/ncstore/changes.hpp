@@ -109,6 +109,15 @@ public:
     /// other threads, as notifications do for YANG-Push subscribers) overrides this and shares
     /// the store's own immutable copy instead of copying it.
     virtual void published(const std::shared_ptr<const ChangeSet>& changes) { changed(*changes); }
+    /// What the publisher calls with the change sets of one wake-up that are for this listener
+    /// (many commits under load), in commit order. A listener that hands change sets on to other
+    /// threads overrides it to hand them on in one go: one wake-up of each of its consumers per
+    /// batch instead of one per commit.
+    virtual void publishedBatch(const std::vector<std::shared_ptr<const ChangeSet>>& batch) {
+        for (const auto& changes : batch) {
+            published(changes);
+        }
+    }
     /// The listener fell StoreOptions::maxUnpublished change sets behind: the change sets up to
     /// commit id `through` were dropped for it. It must resynchronize (read the datastore, or
     /// its journal) before it trusts the next changed().
