@@ -16,7 +16,9 @@
 
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace ncstore::netconfd {
 
@@ -182,7 +184,24 @@ void Server::run() {
     if (housekeepingThread_.joinable()) {
         housekeepingThread_.join();
     }
-    NCS_LOG(info) << "statistics: " << stats_.summary();
+    NCS_LOG(info) << "statistics: " << statisticsLine();
+}
+
+std::string Server::statisticsLine() const {
+    std::ostringstream line;
+    line << stats_.summary();
+    if (store_) {
+        const ds::Stats d = store_->stats();
+        line << "; datastore: " << d.writes << " writes in " << d.transactions << " transactions";
+        if (d.transactions > 0) {
+            line << " (" << std::fixed << std::setprecision(1)
+                 << static_cast<double>(d.writes) / static_cast<double>(d.transactions)
+                 << " per transaction, at most " << d.maxBatch << ")";
+        }
+        line << ", " << d.failedWrites << " failed, " << d.queueFullWaits << " waited for room in the queue, "
+             << d.changeSetsLost << " change sets lost by slow listeners";
+    }
+    return line.str();
 }
 
 void Server::serve(std::unique_ptr<transport::SshConnection> conn) {
@@ -435,7 +454,7 @@ void Server::housekeepingLoop() {
                            << (SteadyClock::now() - now) / std::chrono::microseconds(1) << " us";
         }
         if (config_.statsInterval > 0 && now >= nextStats) {
-            NCS_LOG(info) << "statistics: " << stats_.summary();
+            NCS_LOG(info) << "statistics: " << statisticsLine();
             nextStats = now + std::chrono::seconds(config_.statsInterval);
         }
         lock.lock();

@@ -136,6 +136,9 @@ private:
     std::optional<std::chrono::system_clock::time_point> subscriptionDeadline(const Session& s) const;
     /// Counts `notifications` sent to `s` (its and the server's statistics).
     void counted(Session& s, std::uint64_t notifications);
+    /// The RPC counters, then the datastore's group commit (writes per transaction): the line
+    /// logged every --stats-interval and at shutdown.
+    std::string statisticsLine() const;
     /// Ends subscription `d` for the bus and kill-subscription (its session drops it).
     void forget(const DynamicSubscription& d);
     /// Ends the session's dynamic subscriptions (its end), without notifications.

@@ -1,5 +1,7 @@
 """What an acknowledged edit survives: a clean restart and kill -9."""
 
+import re
+
 import pytest
 
 from ncserver import NC, IF, IANA, config, edits_until_kill, iface, interfaces, all_config
@@ -83,6 +85,22 @@ def test_sigterm_with_open_sessions(server):
     for s in (a, b):
         with pytest.raises(Exception):
             s.get_config(source="running")
+
+
+def test_shutdown_logs_how_the_writes_were_grouped_into_transactions(server):
+    """What an operator reads to see group commit at work (and a test of the counters)."""
+    m = server.connect()
+    for i in range(3):
+        m.edit_config(target="running", config=config(iface("grouped%d" % i)))
+    m.close_session()
+    assert server.stop() == 0, server.log_tail()
+    last = [ln for ln in server.log_tail().splitlines() if "statistics: " in ln][-1]
+    found = re.search(r"datastore: (\d+) writes in (\d+) transactions \(([\d.]+) per transaction, at most (\d+)\), "
+                      r"0 failed", last)
+    assert found, last
+    writes, transactions, _, most = (float(x) for x in found.groups())
+    assert writes >= 3 and 1 <= transactions <= writes and 1 <= most <= writes, last
+    server.start()
 
 
 def test_edits_with_the_nc_prefix_declared_on_rpc_only(server):
