@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <thread>
@@ -195,6 +196,8 @@ public:
         add("COMMIT");
         flush();
     }
+    /// SQL text sent so far.
+    std::size_t sentBytes() const { return sent_; }
 
 private:
     // A request of a few MiB at most: dqlite keeps a whole request in memory, and so do we.
@@ -251,6 +254,7 @@ private:
     void flush() {
         endRun();
         if (!pending_.empty()) {
+            sent_ += pending_.size();
             c_.exec(db_, pending_);
             pending_.clear();
         }
@@ -258,6 +262,7 @@ private:
 
     Connection& c_;
     std::uint32_t db_;
+    std::size_t sent_ = 0;
     std::string pending_ = "BEGIN";
     const RowsSql* run_ = nullptr; ///< the statement whose rows pending_ ends with, if any
     std::size_t runRows_ = 0;
@@ -444,8 +449,15 @@ std::pair<std::uint64_t, std::uint64_t> DqliteBackend::apply(const std::vector<c
             conn = &cluster_.leader(left(deadline));
             db = conn->open(options_.database);
             Rows rows(*conn, db);
+            const auto begun = std::chrono::steady_clock::now();
             written = writeBatch(batch, patches_, lastCommitId_, rows);
+            const auto built = std::chrono::steady_clock::now();
             rows.commit();
+            NCS_LOG(debug) << "datastore: " << batch.size() << " change sets: SQL made in "
+                           << (built - begun) / std::chrono::microseconds(1)
+                           << " us, executed through Raft in "
+                           << (std::chrono::steady_clock::now() - built) / std::chrono::microseconds(1)
+                           << " us (" << rows.sentBytes() << " bytes sent)";
             patches_ = written->patches;
             lastCommitId_ = written->lastCommitId;
             return {written->written, written->deleted};
