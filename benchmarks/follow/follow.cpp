@@ -6,10 +6,11 @@
 // running's /interfaces), prints "ready", then reads until it has seen --count edits of interfaces
 // named PREFIX<first+i>, or --idle seconds pass without a message. It checks what the benchmark must
 // not assume: every i in [0, count) exactly once; with --per-session K, the entries of one editing
-// session (i / K) in the order that session made them; eventTime never going back. It frames and
-// scans, never parses XML (the same scan as benchmarks/notify_bench.py's latency and replay).
-// Prints one JSON line: received, duplicates, missing, order_violations, time_going_back, seconds,
-// cpu_s, error.
+// session (i / K) in the order that session made them; eventTime never going back; no name outside
+// the range. It frames and scans, never parses XML (as benchmarks/notify_bench.py, B13 and B14).
+// Prints one JSON line: received, duplicates, missing, order_violations, time_going_back,
+// outside_range, notifications and reads (how many notifications one read brought: how the server
+// batches its writes), seconds, cpu_s, error.
 //
 // A benchmark tool: it trusts the server's host key (loopback) and is not installed.
 #include "framing.hpp"
@@ -27,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace {
