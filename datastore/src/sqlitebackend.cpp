@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace ncstore::ds::detail {
 
@@ -248,12 +249,17 @@ std::pair<std::uint64_t, std::uint64_t> SqliteBackend::apply(const std::vector<c
             run(q);
         }
     } rows(*this);
+    const auto begun = std::chrono::steady_clock::now();
     SQLite::Transaction tx(db_, SQLite::TransactionBehavior::IMMEDIATE);
     NCS_SYNC_POINT("persistence:begun");
     // The patch count and commit id change only with a committed transaction: a rolled-back
     // one keeps its patch rows, which later record rewrites must still delete.
     const BatchResult r = writeBatch(batch, patches_, lastCommitId_, rows);
+    const auto written = std::chrono::steady_clock::now();
     tx.commit();
+    NCS_LOG(debug) << "datastore: " << batch.size() << " change sets: rows written in "
+                   << (written - begun) / std::chrono::microseconds(1) << " us, COMMIT in "
+                   << (std::chrono::steady_clock::now() - written) / std::chrono::microseconds(1) << " us";
     patches_ = r.patches;
     lastCommitId_ = r.lastCommitId;
     for (const RecordSet* cs : batch) {
