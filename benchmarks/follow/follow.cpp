@@ -65,8 +65,8 @@ public:
         if (!ssh_) {
             throw std::runtime_error("ssh_new failed");
         }
-        const int noConfig = 0;
-        ssh_options_set(ssh_.get(), SSH_OPTIONS_PROCESS_CONFIG, &noConfig);
+        const bool processConfig = false; // no ~/.ssh/config: the benchmark says where to connect
+        set(SSH_OPTIONS_PROCESS_CONFIG, &processConfig, "process config");
         set(SSH_OPTIONS_HOST, host.c_str(), "host");
         set(SSH_OPTIONS_PORT, &port, "port");
         set(SSH_OPTIONS_USER, user.c_str(), "user");
