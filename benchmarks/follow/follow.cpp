@@ -15,10 +15,10 @@
 // A benchmark tool: it trusts the server's host key (loopback) and is not installed.
 #include "framing.hpp"
 
+#include "ncstore/cputime.hpp"
+
 #include <CLI/CLI.hpp>
 #include <libssh/libssh.h>
-
-#include <sys/resource.h>
 
 #include <cctype>
 #include <chrono>
@@ -231,15 +231,6 @@ private:
     bool yangPush_;
 };
 
-double cpuSeconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    auto s = [](const timeval& t) {
-        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
-    };
-    return s(u.ru_utime) + s(u.ru_stime);
-}
-
 std::string jsonString(std::string_view s) {
     std::string out = "\"";
     for (const char c : s) {
@@ -355,7 +346,8 @@ int main(int argc, char** argv) {
             "\"time_going_back\": %ld, \"outside_range\": %ld, \"notifications\": %ld, \"reads\": %ld, "
             "\"seconds\": %.6f, \"cpu_s\": %.6f, \"error\": %s}\n",
             received, duplicates, count - received, orderViolations, timeGoingBack, outside, notifications,
-            nc.reads(), seconds, cpuSeconds(), error.empty() ? "null" : jsonString(error).c_str());
+            nc.reads(), seconds, ncstore::processCpuSeconds(),
+            error.empty() ? "null" : jsonString(error).c_str());
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ncstore-follow: %s\n", e.what());

@@ -12,11 +12,11 @@
 // provisioning services one at a time over one session); --repeat defaults to the line count.
 #include "NcClient.hpp"
 
+#include "ncstore/cputime.hpp"
 #include "ncstore/xml.hpp"
 
 #include <CLI/CLI.hpp>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,15 +151,6 @@ std::string serverCpuJson(const std::optional<double>& seconds) {
     std::ostringstream out;
     out << ",\"server_cpu_s\":" << *seconds;
     return out.str();
-}
-
-double cpuSeconds() {
-    rusage usage{};
-    if (getrusage(RUSAGE_SELF, &usage) != 0) {
-        throw std::runtime_error("getrusage failed");
-    }
-    auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 /// What the command line asked for, independent of the session running it.
@@ -372,11 +363,11 @@ int runSingle(const Options& opts, const Request& req) {
     Expander expander(req.payload, opts.indexOffset, 1, opts.randomRange, std::random_device{}());
     Rpc rpc = buildRpc(req, expander.expand(0, 0));
     const auto server0 = processCpu(opts.serverPid);
-    const double cpu0 = cpuSeconds();
+    const double cpu0 = ncstore::processCpuSeconds();
     const auto t0 = Clock::now();
     Reply reply = session.call(rpc.get(), opts.connect.rpcTimeoutMs);
     const auto t1 = Clock::now();
-    const double cpu = cpuSeconds() - cpu0;
+    const double cpu = ncstore::processCpuSeconds() - cpu0;
     const auto server1 = processCpu(opts.serverPid);
     const double seconds = std::chrono::duration<double>(t1 - t0).count();
     if (opts.json) {
@@ -482,11 +473,11 @@ int runLoad(const Options& opts, const Request& req) {
     }
     ready.arrive_and_wait();
     const auto server0 = processCpu(opts.serverPid);
-    const double cpu0 = cpuSeconds();
+    const double cpu0 = ncstore::processCpuSeconds();
     start = Clock::now();
     go.count_down();
     finished.wait();
-    const double cpu = cpuSeconds() - cpu0;
+    const double cpu = ncstore::processCpuSeconds() - cpu0;
     const auto server1 = processCpu(opts.serverPid);
     release.count_down();
     for (auto& t : threads) {
