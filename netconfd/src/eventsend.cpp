@@ -119,23 +119,36 @@ std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const na
     return filtered(ctx, filterNode, content);
 }
 
-/// Appends one framed <notification> to `out`.
-void Outbox::add(std::chrono::system_clock::time_point eventTime, const std::string& content) {
-    // Made in a buffer kept from one notification to the next: no allocation per notification.
-    scratch_.assign(transport::kHeaderRoom, ' ');
-    notify::appendNotificationMessage(scratch_, eventTime, content);
-    out_ += transport::frameInPlace(scratch_,
-                                    base11_ ? transport::Framing::Chunked : transport::Framing::EndOfMessage);
+Outbox::Outbox(transport::SshConnection& conn, bool base11, OutboxBuffers& buffers)
+    : conn_(conn), base11_(base11), buf_(buffers) {
+    buf_.out.clear();
+}
+
+Outbox::~Outbox() {
+    buf_.out.clear();
+    for (std::string* b : {&buf_.out, &buf_.scratch}) {
+        if (b->capacity() > kKeptBytes) {
+            std::string().swap(*b);
+        }
+    }
+}
+
+/// Appends one framed <notification> to what is pending.
+void Outbox::add(std::chrono::system_clock::time_point eventTime, std::string_view content) {
+    buf_.scratch.assign(transport::kHeaderRoom, ' ');
+    notify::appendNotificationMessage(buf_.scratch, eventTime, content);
+    buf_.out += transport::frameInPlace(buf_.scratch, base11_ ? transport::Framing::Chunked
+                                                              : transport::Framing::EndOfMessage);
     ++sent_;
-    if (out_.size() >= kWriteBatch) {
+    if (buf_.out.size() >= kWriteBatch) {
         flush();
     }
 }
 
 bool Outbox::flush() {
-    if (!out_.empty()) {
-        ok_ = ok_ && conn_.write(out_);
-        out_.clear();
+    if (!buf_.out.empty()) {
+        ok_ = ok_ && conn_.write(buf_.out);
+        buf_.out.clear();
     }
     return ok_;
 }

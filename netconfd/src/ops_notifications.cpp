@@ -99,7 +99,7 @@ bool Server::deliverNotifications(Session& s) {
         return deliverDynamic(s);
     }
     EventSubscription& sub = *s.subscription;
-    Outbox box(s.connection(), s.base11);
+    Outbox box(s.connection(), s.base11, s.outbox);
     // The rules in force now decide, for every event sent now (replayed ones included).
     const auto access = s.access.current();
     auto send = [&](Clock::time_point time, const std::string& content, bool filter = true) {

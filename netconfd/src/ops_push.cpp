@@ -359,7 +359,7 @@ bool Server::deliverDynamic(Session& s) {
     if (s.dynamic.empty()) {
         return true;
     }
-    Outbox box(s.connection(), s.base11);
+    Outbox box(s.connection(), s.base11, s.outbox);
     // The rules in force now decide, for everything sent now.
     const auto access = s.access.current();
     const nacm::Access* limited = access->permitsAllReads() ? nullptr : access.get();

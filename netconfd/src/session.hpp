@@ -2,6 +2,7 @@
 #pragma once
 
 #include "access.hpp"
+#include "eventsend.hpp"
 #include "selection.hpp"
 #include "ssh.hpp"
 
@@ -113,6 +114,8 @@ public:
     std::unique_ptr<EventSubscription> subscription;
     /// The session's dynamic subscriptions (RFC 8639), in the order they were made.
     std::vector<std::shared_ptr<DynamicSubscription>> dynamic;
+    /// Where notifications are built for sending (eventsend.hpp); the session's thread only.
+    OutboxBuffers outbox;
     /// The subscriber could not keep up: its queue overflowed and the session is being cut.
     std::atomic<bool> subscriberTooSlow{false};
 
