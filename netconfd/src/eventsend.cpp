@@ -3,6 +3,8 @@
 
 #include "ncstore/log.hpp"
 
+#include <stdexcept>
+
 #include "events.hpp"
 #include "filter.hpp"
 #include "framing.hpp"
@@ -121,10 +123,15 @@ std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const na
 
 Outbox::Outbox(transport::SshConnection& conn, bool base11, OutboxBuffers& buffers)
     : conn_(conn), base11_(base11), buf_(buffers) {
+    if (buf_.inUse) {
+        throw std::logic_error("two notification outboxes share one session's buffers");
+    }
+    buf_.inUse = true;
     buf_.out.clear();
 }
 
 Outbox::~Outbox() {
+    buf_.inUse = false;
     buf_.out.clear();
     for (std::string* b : {&buf_.out, &buf_.scratch}) {
         if (b->capacity() > kKeptBytes) {

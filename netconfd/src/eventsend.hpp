@@ -38,12 +38,14 @@ std::string shownEvent(const ly_ctx* ctx, const SessionAccess& session, const na
 struct OutboxBuffers {
     std::string out;     ///< framed notifications not yet written
     std::string scratch; ///< the notification being framed
+    bool inUse = false;  ///< an Outbox writes through them (one at a time)
 };
 
 /// The notifications one delivery writes to a session: each in its RFC 5277 envelope, framed as
 /// the session speaks, written in batches of about 1 MiB, counted. What was not flushed is
 /// dropped with it; buffers grown past kKeptBytes by a large notification (a replayed bulk
-/// edit) are given back then, so that an idle subscriber holds little.
+/// edit) are given back then, so that an idle subscriber holds little. One Outbox at a time per
+/// buffers (a second one throws std::logic_error).
 class Outbox {
 public:
     static constexpr std::size_t kKeptBytes = 64u << 10;

@@ -74,7 +74,7 @@ Reply Server::opCreateSubscription(Request& r) {
         }
     }
     // Live events are queued from now on; the replay reads the log after this, so that every
-    // event is either replayed or queued (deliverNotifications() drops what is both).
+    // event is either replayed or queued (deliverStream() drops what is both).
     auto conn = &s.connection();
     Session* session = &s;
     sub->live = notifications_->bus().subscribe(kQueueEvents, config_.notificationQueueBytes,
@@ -94,9 +94,9 @@ Reply Server::opCreateSubscription(Request& r) {
     return Reply::ok();
 }
 
-bool Server::deliverNotifications(Session& s) {
+bool Server::deliverStream(Session& s) {
     if (!s.subscription) {
-        return deliverDynamic(s);
+        return true;
     }
     EventSubscription& sub = *s.subscription;
     Outbox box(s.connection(), s.base11, s.outbox);
@@ -148,7 +148,7 @@ bool Server::deliverNotifications(Session& s) {
             << " bytes of notifications pending): closing the session; it can replay from the log";
         return false;
     }
-    return ok && deliverDynamic(s);
+    return ok;
 }
 
 void Server::counted(Session& s, std::uint64_t notifications) {

@@ -125,10 +125,12 @@ private:
     /// A copy of running into `out`; returns the commit it is at (history: stateAfter()).
     std::uint64_t copyRunning(Tree& out, const char* why) const;
 
-    /// Sends what the session's subscription has pending: the replay once, then live events;
-    /// ends the subscription at its stop time. False when the session must end (the subscriber
-    /// could not keep up, or the connection broke).
-    bool deliverNotifications(Session& s);
+    /// Sends what the session's subscriptions have pending (deliverStream, then deliverDynamic).
+    /// False when the session must end (a subscriber could not keep up, or the connection broke).
+    bool deliverNotifications(Session& s) { return deliverStream(s) && deliverDynamic(s); }
+    /// The session's RFC 5277 subscription, if any: the replay once, then live events; ends the
+    /// subscription at its stop time.
+    bool deliverStream(Session& s);
     /// The same for the session's dynamic subscriptions (ops_push.cpp).
     bool deliverDynamic(Session& s);
     /// When the session must next look at its subscriptions without being woken (a stop time,
