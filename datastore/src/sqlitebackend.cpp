@@ -2,6 +2,7 @@
 
 #include "dbfiles.hpp"
 #include "syncpoint.hpp"
+#include "walvfs.hpp"
 
 #include "ncstore/log.hpp"
 #include "ncstore/threadname.hpp"
@@ -50,7 +51,11 @@ int run(SQLite::Statement& statement) {
 
 SqliteBackend::SqliteBackend(const std::filesystem::path& file, Durability durability,
                              std::uint64_t maxWalBytes, std::uint64_t cacheBytes) try
-    : file_(privateDatabase(file)), db_(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE),
+    : file_(privateDatabase(file)),
+      // At durability full SQLite syncs the WAL at every commit before readers may see it: its
+      // writes can then be gathered into one per commit (walvfs.hpp says why, and why only then).
+      db_(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, 0,
+          durability == Durability::Full ? gatheringWalVfs() : ""),
       maxWalBytes_(maxWalBytes) {
     db_.exec("PRAGMA journal_mode=WAL");
     // A WAL started again is cut back to this size (SQLite otherwise keeps its largest size).
