@@ -3,12 +3,12 @@
 
 #include "ncstore/log.hpp"
 
-#include <stdexcept>
-
 #include "events.hpp"
 #include "filter.hpp"
 #include "framing.hpp"
 #include "rpcargs.hpp"
+
+#include <stdexcept>
 
 namespace ncstore::netconfd {
 
