@@ -50,10 +50,7 @@ int flush(GatherFile& g) {
                                    g.keptAt + static_cast<sqlite3_int64>(at));
         made.fetch_add(1, std::memory_order_relaxed);
     }
-    g.kept.clear();
-    if (g.kept.capacity() > kGatherBytes) {
-        std::string().swap(g.kept); // a big transaction's buffer is not kept for the small ones
-    }
+    g.kept.clear(); // its capacity stays: kGatherBytes, reserved once
     return rc;
 }
 
@@ -84,25 +81,29 @@ int gatherWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 off
         std::memcpy(g.kept.data() + (offset - g.keptAt), bytes, n);
         return SQLITE_OK;
     }
-    if (!g.kept.empty() && offset != end) {
+    // What is kept never outgrows the buffer reserved at the first write: a big transaction
+    // reaches the file kGatherBytes at a time, without reallocations.
+    if (!g.kept.empty() && (offset != end || g.kept.size() + n > kGatherBytes)) {
         if (const int rc = flush(g); rc != SQLITE_OK) {
             return rc;
+        }
+    }
+    if (g.kept.capacity() < kGatherBytes || n > kGatherBytes) {
+        try {
+            g.kept.reserve(kGatherBytes);
+        } catch (const std::bad_alloc&) {
+        }
+        if (g.kept.capacity() < kGatherBytes || n > kGatherBytes) {
+            // No memory (or a write bigger than the buffer, which SQLite never makes): as it is.
+            made.fetch_add(1, std::memory_order_relaxed);
+            return realMethods(g).xWrite(g.real, data, amount, offset);
         }
     }
     if (g.kept.empty()) {
         g.keptAt = offset;
     }
-    try {
-        g.kept.append(bytes, n);
-    } catch (const std::bad_alloc&) {
-        // No exception may cross SQLite: write what is kept and this write as they are.
-        if (const int rc = flush(g); rc != SQLITE_OK) {
-            return rc;
-        }
-        made.fetch_add(1, std::memory_order_relaxed);
-        return realMethods(g).xWrite(g.real, data, amount, offset);
-    }
-    return g.kept.size() > kGatherBytes ? flush(g) : SQLITE_OK;
+    g.kept.append(bytes, n); // within the capacity: no allocation, no exception
+    return SQLITE_OK;
 }
 
 int gatherTruncate(sqlite3_file* f, sqlite3_int64 size) {

@@ -11,8 +11,9 @@
 //  - A WAL's writes are kept in memory, in file order, and reach the file (in writes of 64 KiB at
 //    most, what SQLite's unix VFS takes in one) before its
 //    next sync, read, size, truncate, file control or close, before a write that does not
-//    continue or overwrite what is kept, and whenever more than kGatherBytes are kept. So when a
-//    sync returns, every write before it is in the file, as without this VFS.
+//    continue or overwrite what is kept, and before what is kept would outgrow kGatherBytes (its
+//    buffer, reserved once per open WAL). So when a sync returns, every write before it is in
+//    the file, as without this VFS.
 //  - Correct only where SQLite syncs a WAL before it lets other connections see the frames it
 //    wrote: WAL mode with synchronous=FULL or EXTRA (SQLite syncs the WAL at each commit, before
 //    publishing it in the wal-index). At synchronous=NORMAL or OFF a reader could be told of
