@@ -62,14 +62,6 @@ int gatherClose(sqlite3_file* f) {
     return flushed != SQLITE_OK ? flushed : closed;
 }
 
-int gatherRead(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
-    GatherFile& g = self(f);
-    if (const int rc = flush(g); rc != SQLITE_OK) {
-        return rc;
-    }
-    return realMethods(g).xRead(g.real, out, amount, offset);
-}
-
 int gatherWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
     GatherFile& g = self(f);
     asked.fetch_add(1, std::memory_order_relaxed);
@@ -106,99 +98,43 @@ int gatherWrite(sqlite3_file* f, const void* data, int amount, sqlite3_int64 off
     return SQLITE_OK;
 }
 
-int gatherTruncate(sqlite3_file* f, sqlite3_int64 size) {
+/// A method that needs what is kept in the file first (it reads it, syncs it, sizes or cuts it,
+/// or may do anything, as a file control): what is kept is written, then the call passed on.
+template <auto Method, class... Args> int afterFlush(sqlite3_file* f, Args... args) {
     GatherFile& g = self(f);
     if (const int rc = flush(g); rc != SQLITE_OK) {
         return rc;
     }
-    return realMethods(g).xTruncate(g.real, size);
+    return (realMethods(g).*Method)(g.real, args...);
 }
 
-int gatherSync(sqlite3_file* f, int flags) {
-    GatherFile& g = self(f);
-    if (const int rc = flush(g); rc != SQLITE_OK) {
-        return rc;
-    }
-    return realMethods(g).xSync(g.real, flags);
+/// A method that does not touch the file's content (locks; shared memory and memory mapping,
+/// which belong to database files, not to logs): passed on as it is.
+template <auto Method, class... Args> auto passed(sqlite3_file* f, Args... args) {
+    return (realMethods(self(f)).*Method)(self(f).real, args...);
 }
 
-int gatherFileSize(sqlite3_file* f, sqlite3_int64* size) {
-    GatherFile& g = self(f);
-    if (const int rc = flush(g); rc != SQLITE_OK) {
-        return rc;
-    }
-    return realMethods(g).xFileSize(g.real, size);
-}
-
-int gatherLock(sqlite3_file* f, int level) {
-    return realMethods(self(f)).xLock(self(f).real, level);
-}
-int gatherUnlock(sqlite3_file* f, int level) {
-    return realMethods(self(f)).xUnlock(self(f).real, level);
-}
-int gatherCheckReservedLock(sqlite3_file* f, int* out) {
-    return realMethods(self(f)).xCheckReservedLock(self(f).real, out);
-}
-
-int gatherFileControl(sqlite3_file* f, int op, void* arg) {
-    GatherFile& g = self(f);
-    if (const int rc = flush(g); rc != SQLITE_OK) {
-        return rc;
-    }
-    return realMethods(g).xFileControl(g.real, op, arg);
-}
-
-int gatherSectorSize(sqlite3_file* f) {
-    return realMethods(self(f)).xSectorSize(self(f).real);
-}
-int gatherDeviceCharacteristics(sqlite3_file* f) {
-    return realMethods(self(f)).xDeviceCharacteristics(self(f).real);
-}
-
-// Shared memory and memory mapping belong to database files, not to logs; passed on all the same.
-int gatherShmMap(sqlite3_file* f, int region, int size, int extend, void volatile** out) {
-    return realMethods(self(f)).xShmMap(self(f).real, region, size, extend, out);
-}
-int gatherShmLock(sqlite3_file* f, int offset, int n, int flags) {
-    return realMethods(self(f)).xShmLock(self(f).real, offset, n, flags);
-}
-void gatherShmBarrier(sqlite3_file* f) {
-    realMethods(self(f)).xShmBarrier(self(f).real);
-}
-int gatherShmUnmap(sqlite3_file* f, int deleteFlag) {
-    return realMethods(self(f)).xShmUnmap(self(f).real, deleteFlag);
-}
-int gatherFetch(sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
-    GatherFile& g = self(f);
-    if (const int rc = flush(g); rc != SQLITE_OK) {
-        return rc;
-    }
-    return realMethods(g).xFetch(g.real, offset, amount, out);
-}
-int gatherUnfetch(sqlite3_file* f, sqlite3_int64 offset, void* p) {
-    return realMethods(self(f)).xUnfetch(self(f).real, offset, p);
-}
-
+using M = sqlite3_io_methods;
 const sqlite3_io_methods kGatherMethods = {
     3,
     gatherClose,
-    gatherRead,
+    afterFlush<&M::xRead>,
     gatherWrite,
-    gatherTruncate,
-    gatherSync,
-    gatherFileSize,
-    gatherLock,
-    gatherUnlock,
-    gatherCheckReservedLock,
-    gatherFileControl,
-    gatherSectorSize,
-    gatherDeviceCharacteristics,
-    gatherShmMap,
-    gatherShmLock,
-    gatherShmBarrier,
-    gatherShmUnmap,
-    gatherFetch,
-    gatherUnfetch,
+    afterFlush<&M::xTruncate>,
+    afterFlush<&M::xSync>,
+    afterFlush<&M::xFileSize>,
+    passed<&M::xLock>,
+    passed<&M::xUnlock>,
+    passed<&M::xCheckReservedLock>,
+    afterFlush<&M::xFileControl>,
+    passed<&M::xSectorSize>,
+    passed<&M::xDeviceCharacteristics>,
+    passed<&M::xShmMap>,
+    passed<&M::xShmLock>,
+    passed<&M::xShmBarrier>,
+    passed<&M::xShmUnmap>,
+    afterFlush<&M::xFetch>,
+    passed<&M::xUnfetch>,
 };
 
 /// The VFS under ours: SQLite's default when the call is made (a test may install another one,
@@ -236,39 +172,11 @@ int gatherOpen(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags
 }
 
 // The rest is the default VFS's, called with the default VFS.
-int gatherDelete(sqlite3_vfs* v, const char* n, int s) {
-    return realVfs(v)->xDelete(realVfs(v), n, s);
+template <auto Method, class... Args> auto viaDefault(sqlite3_vfs* v, Args... args) {
+    sqlite3_vfs* real = realVfs(v);
+    return (real->*Method)(real, args...);
 }
-int gatherAccess(sqlite3_vfs* v, const char* n, int f, int* out) {
-    return realVfs(v)->xAccess(realVfs(v), n, f, out);
-}
-int gatherFullPathname(sqlite3_vfs* v, const char* n, int size, char* out) {
-    return realVfs(v)->xFullPathname(realVfs(v), n, size, out);
-}
-void* gatherDlOpen(sqlite3_vfs* v, const char* n) {
-    return realVfs(v)->xDlOpen(realVfs(v), n);
-}
-void gatherDlError(sqlite3_vfs* v, int n, char* out) {
-    realVfs(v)->xDlError(realVfs(v), n, out);
-}
-void (*gatherDlSym(sqlite3_vfs* v, void* h, const char* s))(void) {
-    return realVfs(v)->xDlSym(realVfs(v), h, s);
-}
-void gatherDlClose(sqlite3_vfs* v, void* h) {
-    realVfs(v)->xDlClose(realVfs(v), h);
-}
-int gatherRandomness(sqlite3_vfs* v, int n, char* out) {
-    return realVfs(v)->xRandomness(realVfs(v), n, out);
-}
-int gatherSleep(sqlite3_vfs* v, int us) {
-    return realVfs(v)->xSleep(realVfs(v), us);
-}
-int gatherCurrentTime(sqlite3_vfs* v, double* out) {
-    return realVfs(v)->xCurrentTime(realVfs(v), out);
-}
-int gatherGetLastError(sqlite3_vfs* v, int n, char* out) {
-    return realVfs(v)->xGetLastError(realVfs(v), n, out);
-}
+
 // Methods of later VFS versions, which the default VFS may not have (a test's wrapper).
 int gatherCurrentTimeInt64(sqlite3_vfs* v, sqlite3_int64* out) {
     sqlite3_vfs* real = realVfs(v);
@@ -311,17 +219,17 @@ const char* gatheringWalVfs() {
         vfs.mxPathname = real->mxPathname;
         vfs.zName = kName;
         vfs.xOpen = gatherOpen;
-        vfs.xDelete = gatherDelete;
-        vfs.xAccess = gatherAccess;
-        vfs.xFullPathname = gatherFullPathname;
-        vfs.xDlOpen = gatherDlOpen;
-        vfs.xDlError = gatherDlError;
-        vfs.xDlSym = gatherDlSym;
-        vfs.xDlClose = gatherDlClose;
-        vfs.xRandomness = gatherRandomness;
-        vfs.xSleep = gatherSleep;
-        vfs.xCurrentTime = gatherCurrentTime;
-        vfs.xGetLastError = gatherGetLastError;
+        vfs.xDelete = viaDefault<&sqlite3_vfs::xDelete>;
+        vfs.xAccess = viaDefault<&sqlite3_vfs::xAccess>;
+        vfs.xFullPathname = viaDefault<&sqlite3_vfs::xFullPathname>;
+        vfs.xDlOpen = viaDefault<&sqlite3_vfs::xDlOpen>;
+        vfs.xDlError = viaDefault<&sqlite3_vfs::xDlError>;
+        vfs.xDlSym = viaDefault<&sqlite3_vfs::xDlSym>;
+        vfs.xDlClose = viaDefault<&sqlite3_vfs::xDlClose>;
+        vfs.xRandomness = viaDefault<&sqlite3_vfs::xRandomness>;
+        vfs.xSleep = viaDefault<&sqlite3_vfs::xSleep>;
+        vfs.xCurrentTime = viaDefault<&sqlite3_vfs::xCurrentTime>;
+        vfs.xGetLastError = viaDefault<&sqlite3_vfs::xGetLastError>;
         vfs.xCurrentTimeInt64 = gatherCurrentTimeInt64;
         vfs.xSetSystemCall = gatherSetSystemCall;
         vfs.xGetSystemCall = gatherGetSystemCall;
