@@ -126,8 +126,7 @@ Outbox::Outbox(transport::SshConnection& conn, bool base11, OutboxBuffers& buffe
     if (buf_.inUse) {
         throw std::logic_error("two notification outboxes share one session's buffers");
     }
-    buf_.inUse = true;
-    buf_.out.clear();
+    buf_.inUse = true; // out is empty: the Outbox before this one emptied it as it ended
 }
 
 Outbox::~Outbox() {
