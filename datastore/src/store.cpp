@@ -238,9 +238,11 @@ public:
         WriteTiming timing;
         detail::Writer::Ticket durable;
         std::optional<Error> stopError;
+        auto t0 = Clock::now();
         detail::Writer::Slot slot = reserve(ds);
         {
             std::unique_lock lock(mutex_);
+            timing.lockWaitUs = usSince(t0);
             checkWritable(who, ds);
             if (options.unchangedSince && ds == Datastore::Running &&
                 runningWrittenAt_ > *options.unchangedSince) {
@@ -268,7 +270,7 @@ public:
                 detail::rollback(target, validationDiff.get(), undo);
                 candidate_.unbranch(hadOwnCandidate);
             };
-            auto t0 = Clock::now();
+            t0 = Clock::now();
             try {
                 RawTree raw(target);
                 detail::applyEdit(raw.ptr(), editTree, options.defaultOperation, undo, observer);
@@ -354,7 +356,7 @@ public:
             }
         }
         if (durable.valid()) {
-            auto t0 = Clock::now();
+            t0 = Clock::now();
             durable.wait();
             timing.commitWaitUs = usSince(t0);
         }

@@ -90,7 +90,8 @@ Reply Server::dispatch(ParsedRpc& parsed, Session& s) {
     stats_.record(name, us, failed, reply.parseUs, isWrite ? &timing : nullptr);
     NCS_LOG(debug) << "session " << s.id << " " << name << " " << rpcargs::datastoreForLog(rpc) << " " << us
                    << "us" << (failed ? std::string(" error ") + toString(reply.errors.front().tag) : "")
-                   << (isWrite ? " (parse " + std::to_string(reply.parseUs) + "us apply " +
+                   << (isWrite ? " (parse " + std::to_string(reply.parseUs) + "us lock-wait " +
+                                     std::to_string(timing.lockWaitUs) + "us apply " +
                                      std::to_string(timing.applyUs) + "us validate " +
                                      std::to_string(timing.validateUs) + "us serialize " +
                                      std::to_string(timing.serializeUs) + "us commit-wait " +

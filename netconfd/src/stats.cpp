@@ -14,6 +14,7 @@ void Stats::record(const std::string& op, std::uint64_t us, bool error, std::uin
     c.maxUs = std::max(c.maxUs, us);
     c.parseUs += parseUs;
     if (write) {
+        c.lockWaitUs += write->lockWaitUs;
         c.applyUs += write->applyUs;
         c.validateUs += write->validateUs;
         c.commitWaitUs += write->commitWaitUs;
@@ -34,8 +35,8 @@ std::string Stats::summary() const {
         out << "; " << op << " n=" << c.count << " err=" << c.errors
             << " avg=" << (c.count ? c.totalUs / c.count : 0) << "us max=" << c.maxUs << "us";
         if (c.parseUs || c.applyUs || c.validateUs || c.commitWaitUs) {
-            out << " (parse=" << c.parseUs << "us apply=" << c.applyUs << "us validate=" << c.validateUs
-                << "us commit-wait=" << c.commitWaitUs << "us total)";
+            out << " (parse=" << c.parseUs << "us lock-wait=" << c.lockWaitUs << "us apply=" << c.applyUs
+                << "us validate=" << c.validateUs << "us commit-wait=" << c.commitWaitUs << "us total)";
         }
     }
     return out.str();

@@ -19,6 +19,7 @@ struct OpCounters {
     std::uint64_t totalUs = 0;
     std::uint64_t maxUs = 0;
     std::uint64_t parseUs = 0;
+    std::uint64_t lockWaitUs = 0;
     std::uint64_t applyUs = 0;
     std::uint64_t validateUs = 0;
     std::uint64_t commitWaitUs = 0;

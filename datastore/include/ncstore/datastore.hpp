@@ -201,6 +201,7 @@ struct LockInfo {
 
 /// Where the time of one write went (microseconds), for server-side statistics.
 struct WriteTiming {
+    std::uint64_t lockWaitUs = 0;   ///< waiting for room in the commit queue and for the store's lock
     std::uint64_t applyUs = 0;      ///< applying the edit to the in-memory tree
     std::uint64_t validateUs = 0;   ///< YANG validation of the result
     std::uint64_t serializeUs = 0;  ///< building the change set
