@@ -4,6 +4,7 @@
 #include "backend.hpp"
 #include "candidate.hpp"
 #include "changebuilder.hpp"
+#include "combiner.hpp"
 #include "edit.hpp"
 #include "leafref.hpp"
 #include "loader.hpp"
@@ -240,8 +241,7 @@ public:
         std::optional<Error> stopError;
         auto t0 = Clock::now();
         detail::Writer::Slot slot = reserve(ds);
-        {
-            std::unique_lock lock(mutex_);
+        auto section = [&](bool alone) {
             timing.lockWaitUs = usSince(t0);
             checkWritable(who, ds);
             if (options.unchangedSince && ds == Datastore::Running &&
@@ -338,7 +338,7 @@ public:
             }
             if (options.testOption == TestOption::TestOnly) {
                 undoAll();
-                return timing;
+                return;
             }
             if (ds == Datastore::Candidate) {
                 candidate_.edited(collector, options.testOption != TestOption::Set, who.session);
@@ -348,13 +348,17 @@ public:
                 RecordSet records = collector.build(ds, target.get());
                 timing.changedRecords = records.ops.size();
                 timing.serializeUs = usSince(t0);
-                durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
+                // A combined write's turn to commit is the writer thread's: the combiner is busy
+                // with the writes behind it, the others are asleep.
+                durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal),
+                                 alone ? detail::Writer::Waiter::Caller : detail::Writer::Waiter::None);
                 timing.commitId = appliedSeq_;
                 if (ds == Datastore::Running) {
                     runningWrittenAt_ = appliedSeq_;
                 }
             }
-        }
+        };
+        writes_.run(section);
         if (durable.valid()) {
             t0 = Clock::now();
             durable.wait();
@@ -618,7 +622,8 @@ public:
     // The tree lock (rules 1, 2); everything down to appliedSeq_ is guarded by it: read under
     // the shared lock, changed under the exclusive lock.
     mutable detail::FairSharedMutex mutex_;
-    Tree trees_[2]; // running, startup
+    detail::Combiner writes_{mutex_}; ///< runs edit()'s critical sections under mutex_
+    Tree trees_[2];                   // running, startup
     detail::Candidate candidate_;
     std::vector<std::pair<std::string, JournalHook>> journals_;
     detail::LockTable locks_;
