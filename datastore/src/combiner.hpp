@@ -24,11 +24,11 @@
 
 #include "rwlock.hpp"
 
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <exception>
 #include <mutex>
-#include <semaphore>
 
 namespace ncstore::ds::detail {
 
@@ -52,8 +52,11 @@ private:
         void* section = nullptr;
         void (*call)(void*, bool alone) = nullptr;
         std::exception_ptr error;
-        bool combine = false; ///< woken to combine, not because the section ran
-        std::binary_semaphore woken{0};
+        // Guarded by queueMutex_. A condition variable, not a semaphore: libstdc++'s semaphore
+        // spins and yields before it sleeps, CPU that the combiner needs on a busy machine.
+        bool done = false;    ///< the section ran
+        bool combine = false; ///< handed the combining instead
+        std::condition_variable woken;
     };
 
     void run(Job& job);
