@@ -105,9 +105,9 @@ void removeNode(Tree& forest, lyd_node* node) {
 
 /// About what `tree` takes in LYB: its values and a few bytes of framing per node (a print into a
 /// buffer of the right size is not moved as it grows, see ncstore::print).
-std::size_t lybEstimate(lyd_node* tree) {
+std::size_t lybEstimate(const lyd_node* tree) {
     std::size_t bytes = 0;
-    lyd_node* elem = nullptr;
+    const lyd_node* elem = nullptr;
     LYD_TREE_DFS_BEGIN(tree, elem) {
         bytes += 32;
         if (elem->schema && (elem->schema->nodetype & LYD_NODE_TERM)) {
@@ -131,6 +131,14 @@ public:
     bool add(const ds::Change& c) {
         const ly_ctx* ctx = c.schema->module->ctx;
         const std::string path = parentPath(c.path);
+        if (path.empty() && !doc_ && !borrowed_) {
+            // A top-level subtree alone (deleting a top container, B4a): the change set's copy,
+            // which outlives this document, is printed as it is instead of copied once more.
+            borrowed_ = c.oldTree.get();
+            expected_ += lybEstimate(borrowed_);
+            return true;
+        }
+        adoptBorrowed(ctx);
         lyd_node* parent = nullptr;
         if (!path.empty()) {
             if (path != lastPath_) {
@@ -182,11 +190,24 @@ public:
         return true;
     }
     std::string print() const {
-        return doc_ ? ncstore::print(doc_.get(), LYD_LYB, 0, expected_ + expected_ / 2 + 4096)
-                    : std::string();
+        const lyd_node* top = borrowed_ ? borrowed_ : doc_.get();
+        return top ? ncstore::print(top, LYD_LYB, 0, expected_ + expected_ / 2 + 4096) : std::string();
     }
 
 private:
+    /// A second subtree joins a borrowed one: the document gets a copy of it after all.
+    void adoptBorrowed(const ly_ctx* ctx) {
+        if (!borrowed_) {
+            return;
+        }
+        lyd_node* copy = nullptr;
+        if (lyd_dup_single(borrowed_, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+            throw YangError("cannot copy an old subtree", ctx);
+        }
+        doc_.reset(copy);
+        borrowed_ = nullptr;
+    }
+
     /// The data path of the parent of the node at `path`, "" for a top-level node.
     static std::string parentPath(const std::string& path) {
         const std::vector<std::size_t> starts = stepStarts(path);
@@ -194,9 +215,10 @@ private:
     }
 
     Tree doc_;
-    std::string lastPath_;           // the parent path of the last subtree added
-    lyd_node* lastParent_ = nullptr; // its node in doc_ (nodes of doc_ are never freed)
-    std::size_t expected_ = 0;       // about what doc_ takes in LYB
+    const lyd_node* borrowed_ = nullptr; // the only subtree so far, top-level, not copied (add())
+    std::string lastPath_;               // the parent path of the last subtree added
+    lyd_node* lastParent_ = nullptr;     // its node in doc_ (nodes of doc_ are never freed)
+    std::size_t expected_ = 0;           // about what doc_ takes in LYB
 };
 
 /// The old subtree of `c` as a document of its own (see OldSubtrees).

@@ -129,6 +129,10 @@ protected:
                         "<rule><id>f</id></rule><tags>y</tags><tags>z</tags><np><text>t</text></np></top>" +
                         interfaces(interface("eth0") + interface("eth3")),
                     replace));
+        // a top-level container deleted alone (the row's old subtree is the change set's own copy)
+        record(edit("<interfaces xmlns=\"urn:ietf:params:xml:ns:yang:ietf-interfaces\" "
+                    "xmlns:nc=\"urn:ietf:params:xml:ns:netconf:base:1.0\" nc:operation=\"delete\"/>"));
+        record(edit(interfaces(interface("eth0") + interface("eth3"))));
         // a commit from candidate, and a replace (copy-config)
         {
             const Tree e = parseEditContent(
