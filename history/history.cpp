@@ -131,7 +131,7 @@ public:
     bool add(const ds::Change& c) {
         const ly_ctx* ctx = c.schema->module->ctx;
         const std::string path = parentPath(c.path);
-        if (path.empty() && !doc_ && !borrowed_) {
+        if (path.empty() && !doc_ && !borrowed_ && c.oldTree) {
             // A top-level subtree alone (deleting a top container, B4a): the change set's copy,
             // which outlives this document, is printed as it is instead of copied once more.
             borrowed_ = c.oldTree.get();
