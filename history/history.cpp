@@ -134,11 +134,11 @@ public:
         if (path.empty() && !doc_ && !borrowed_ && c.oldTree) {
             // A top-level subtree alone (deleting a top container, B4a): the change set's copy,
             // which outlives this document, is printed as it is instead of copied once more.
-            borrowed_ = c.oldTree.get();
-            expected_ += lybEstimate(borrowed_);
+            borrowed_ = &c;
+            expected_ += lybEstimate(c.oldTree.get());
             return true;
         }
-        adoptBorrowed(ctx);
+        adoptBorrowed();
         lyd_node* parent = nullptr;
         if (!path.empty()) {
             if (path != lastPath_) {
@@ -172,11 +172,7 @@ public:
         if (found != LY_ENOTFOUND) {
             throw YangError("cannot look up " + c.path + " among the old subtrees", ctx);
         }
-        lyd_node* copy = nullptr;
-        if (lyd_dup_single(old, reinterpret_cast<lyd_node_inner*>(parent),
-                           LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-            throw YangError("cannot copy the old subtree of " + c.path, ctx);
-        }
+        lyd_node* copy = copyOf(c, parent);
         expected_ += lybEstimate(copy);
         if (!parent) {
             if (!doc_) {
@@ -190,22 +186,26 @@ public:
         return true;
     }
     std::string print() const {
-        const lyd_node* top = borrowed_ ? borrowed_ : doc_.get();
+        const lyd_node* top = borrowed_ ? borrowed_->oldTree.get() : doc_.get();
         return top ? ncstore::print(top, LYD_LYB, 0, expected_ + expected_ / 2 + 4096) : std::string();
     }
 
 private:
-    /// A second subtree joins a borrowed one: the document gets a copy of it after all.
-    void adoptBorrowed(const ly_ctx* ctx) {
-        if (!borrowed_) {
-            return;
-        }
+    /// A copy of the old subtree of `c` under `parent` (nullptr: a top-level one, alone).
+    static lyd_node* copyOf(const ds::Change& c, lyd_node* parent) {
         lyd_node* copy = nullptr;
-        if (lyd_dup_single(borrowed_, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-            throw YangError("cannot copy an old subtree", ctx);
+        if (lyd_dup_single(c.oldTree.get(), reinterpret_cast<lyd_node_inner*>(parent),
+                           LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+            throw YangError("cannot copy the old subtree of " + c.path, c.schema->module->ctx);
         }
-        doc_.reset(copy);
-        borrowed_ = nullptr;
+        return copy;
+    }
+
+    /// A second subtree joins a borrowed one: the document gets a copy of it after all.
+    void adoptBorrowed() {
+        if (borrowed_) {
+            doc_.reset(copyOf(*std::exchange(borrowed_, nullptr), nullptr));
+        }
     }
 
     /// The data path of the parent of the node at `path`, "" for a top-level node.
@@ -215,10 +215,10 @@ private:
     }
 
     Tree doc_;
-    const lyd_node* borrowed_ = nullptr; // the only subtree so far, top-level, not copied (add())
-    std::string lastPath_;               // the parent path of the last subtree added
-    lyd_node* lastParent_ = nullptr;     // its node in doc_ (nodes of doc_ are never freed)
-    std::size_t expected_ = 0;           // about what doc_ takes in LYB
+    const ds::Change* borrowed_ = nullptr; // the only subtree so far, top-level, not copied (add())
+    std::string lastPath_;                 // the parent path of the last subtree added
+    lyd_node* lastParent_ = nullptr;       // its node in doc_ (nodes of doc_ are never freed)
+    std::size_t expected_ = 0;             // about what doc_ takes in LYB
 };
 
 /// The old subtree of `c` as a document of its own (see OldSubtrees).
