@@ -40,40 +40,6 @@ const char* toString(Durability d) {
     return "?";
 }
 
-const char* toString(ErrorTag tag) {
-    switch (tag) {
-    case ErrorTag::InvalidValue:
-        return "invalid-value";
-    case ErrorTag::MissingElement:
-        return "missing-element";
-    case ErrorTag::BadElement:
-        return "bad-element";
-    case ErrorTag::UnknownElement:
-        return "unknown-element";
-    case ErrorTag::UnknownNamespace:
-        return "unknown-namespace";
-    case ErrorTag::MissingAttribute:
-        return "missing-attribute";
-    case ErrorTag::BadAttribute:
-        return "bad-attribute";
-    case ErrorTag::DataExists:
-        return "data-exists";
-    case ErrorTag::DataMissing:
-        return "data-missing";
-    case ErrorTag::OperationNotSupported:
-        return "operation-not-supported";
-    case ErrorTag::OperationFailed:
-        return "operation-failed";
-    case ErrorTag::InUse:
-        return "in-use";
-    case ErrorTag::ResourceDenied:
-        return "resource-denied";
-    case ErrorTag::AccessDenied:
-        return "access-denied";
-    }
-    return "operation-failed";
-}
-
 const char* toString(ChangeOp op) {
     switch (op) {
     case ChangeOp::Create:

@@ -17,6 +17,8 @@
 //    end the process: a failing connection is closed and logged.
 #pragma once
 
+#include "connection.hpp"
+
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
 #include <libssh/server.h>
@@ -82,30 +84,30 @@ private:
 
 /// One authenticated SSH connection and its "netconf" channel. Used by one thread (the
 /// connection's), except wake() and shutdown(), which any thread may call.
-class SshConnection {
+class SshConnection final : public Connection {
 public:
-    ~SshConnection();
+    ~SshConnection() override;
     SshConnection(const SshConnection&) = delete;
     SshConnection& operator=(const SshConnection&) = delete;
 
-    const std::string& user() const { return user_; }
-    const std::string& host() const { return host_; }
-    std::uint16_t port() const { return port_; }
+    const std::string& user() const override { return user_; }
+    const std::string& host() const override { return host_; }
+    std::uint16_t port() const override { return port_; }
+    const char* monitoringTransport() const override { return "ietf-netconf-monitoring:netconf-ssh"; }
 
-    enum class ReadResult { Data, Timeout, Woken, Closed };
     /// Waits up to `timeout` (negative: forever) for channel data, a wake-up or the end of the
     /// connection; appends what arrived to `out`.
-    ReadResult read(std::string& out, std::chrono::milliseconds timeout);
+    ReadResult read(std::string& out, std::chrono::milliseconds timeout) override;
     /// Sends all of `data`, waiting for the client's window as needed (bounded by the write
     /// timeout). False when the connection is gone or the client does not read.
-    bool write(std::string_view data);
+    bool write(std::string_view data) override;
 
     /// Makes a read() in progress (or the next one) return Woken. Any thread.
-    void wake();
+    void wake() override;
     /// Breaks the connection: reads and writes in progress fail. Any thread.
-    void shutdown();
+    void shutdown() override;
     /// Sends the channel's EOF and close, then disconnects (connection's thread).
-    void close();
+    void close() override;
 
     /// The connection's SSH callbacks and their state (ssh.cpp).
     struct Handshake;
@@ -140,20 +142,19 @@ private:
 /// Listens, accepts and runs each connection's handshake on a thread of its own; a connection
 /// that authenticated and asked for the netconf subsystem is handed to `serve` on that same
 /// thread, which then owns it until it returns.
-class SshListener {
+class SshListener final : public Listener {
 public:
-    using Serve = std::function<void(std::unique_ptr<SshConnection>)>;
     SshListener(SshOptions options, Authenticator auth);
-    ~SshListener(); ///< stop()
+    ~SshListener() override; ///< stop()
     SshListener(const SshListener&) = delete;
     SshListener& operator=(const SshListener&) = delete;
 
     /// Binds (throws std::runtime_error when it cannot) and starts accepting.
-    void start(Serve serve);
-    std::uint16_t port() const { return port_; }
+    void start(Serve serve) override;
+    std::uint16_t port() const override { return port_; }
     /// Stops accepting and aborts handshakes in progress; connections being served are left to
     /// their `serve` (the caller ends them); returns when every connection thread has ended.
-    void stop();
+    void stop() override;
 
     struct Counters {
         std::uint64_t accepted = 0;

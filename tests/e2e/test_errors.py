@@ -8,7 +8,7 @@ from ncclient.xml_ import to_ele
 from ncserver import NC, IF, IANA, config, iface, all_config, error_tags
 
 # The RFC tags (unknown-element, bad-attribute, malformed-message, missing-attribute, ...) come
-# from ncstored's parse of each message (netconfd/src/rpcparse.hpp).
+# from ncstored's parse of each message (netconfd/rpc/rpcparse.hpp).
 
 # A small limit so that an oversized message is cheap to send.
 MAX_MESSAGE = 1024 * 1024

@@ -1,12 +1,12 @@
 // NACM in the server (access.hpp, readview.hpp, nacmsetup.hpp), on a real store with the server's
 // context: write checks on change sets, the policy swap, lockdown, read views with filters, the
 // first-start configuration, notifications. The rule engine itself is tested in tests/nacm.
-#include "access.hpp"
 #include "editcontent.hpp"
 #include "nacmsetup.hpp"
 #include "readview.hpp"
 #include "rpcargs.hpp"
 #include "rpcparse.hpp"
+#include "sessionaccess.hpp"
 
 #include "ncstore/models.hpp"
 

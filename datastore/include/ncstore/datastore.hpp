@@ -62,6 +62,7 @@
 // they define what a change is, but it never sees NETCONF messages: callers pass libyang trees.
 #pragma once
 
+#include "ncstore/errortag.hpp"
 #include "ncstore/yang.hpp"
 
 #include <chrono>
@@ -106,26 +107,10 @@ enum class Durability {
 Durability parseDurability(const std::string& text); ///< "full" | "normal" | "off"
 const char* toString(Durability d);
 
-/// Classification of a failure, chosen so that the NETCONF layer can map it 1:1 to an
-/// RFC 6241 error-tag.
-enum class ErrorTag {
-    InvalidValue,
-    MissingElement,
-    BadElement,
-    UnknownElement,
-    UnknownNamespace,
-    MissingAttribute,
-    BadAttribute,
-    DataExists,
-    DataMissing,
-    OperationNotSupported,
-    OperationFailed,
-    InUse,
-    ResourceDenied,
-    AccessDenied,
-};
-/// The RFC 6241 spelling: "invalid-value", "data-exists", ...
-const char* toString(ErrorTag tag);
+/// Classification of a failure: the RFC 6241 error-tag the NETCONF layer sends for it (one enum
+/// and one spelling for both, ncstore/errortag.hpp).
+using ncstore::ErrorTag;
+using ncstore::toString;
 
 /// A failed datastore operation. `path` is the data path of the offending node when known
 /// (usable as NETCONF error-path); `appTag` is an error-app-tag when one applies (e.g.

@@ -1,0 +1,456 @@
+#include "server.hpp"
+
+#include "datadir.hpp"
+#include "events.hpp"
+#include "framing.hpp"
+#include "hello.hpp"
+#include "hostkeys.hpp"
+#include "nacmsetup.hpp"
+#include "ops.hpp"
+#include "providers.hpp"
+#include "ssh.hpp"
+
+#include "ncstore/files.hpp"
+#include "ncstore/log.hpp"
+#include "ncstore/models.hpp"
+#include "ncstore/threadname.hpp"
+
+#include <malloc.h>
+
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace ncstore::netconfd {
+
+namespace {
+
+void writeFileAtomically(const std::filesystem::path& file, const std::string& content) {
+    const auto tmp = file.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << content;
+        if (!out.flush()) {
+            throw std::runtime_error("cannot write " + tmp);
+        }
+    }
+    std::filesystem::rename(tmp, file);
+}
+
+} // namespace
+
+Server::Server(const ServerConfig& config, cluster::Member* member)
+    : config_(config), member_(member), users_(config.dataDir / "users", config.dataDir / "authorized_keys") {
+    files::preparePrivateDir(config_.dataDir);
+    files::preparePrivateDir(config_.dataDir / "authorized_keys");
+
+    log::routeLibyang();
+    ctx_ = buildContext(modelOptions(config_));
+    capabilities_ = serverCapabilities(ctx_.get());
+
+    store_ = ds::Store::open(ctx_.get(), storeOptions(config_));
+    nacm_ = std::make_unique<AccessControl>(ctx_.get(), config_.nacmRecoveryUser);
+    notify::Service::Options events;
+    events.maxEvents = config_.notificationLogEvents;
+    events.maxAge = std::chrono::hours(24) * config_.notificationLogDays;
+    notifications_ = std::make_unique<notify::Service>(*store_, ctx_.get(), events);
+    confirm_ = std::make_unique<confirm::ConfirmedCommit>(
+        *store_, ctx_.get(),
+        [this](const lyd_node* rollbackPoint) {
+            // The server's own write: no lock blocks it, no NACM rule applies; a restored /nacm
+            // goes into force like any other write's.
+            WriteCheck check(*nacm_, nullptr, true);
+            ds::WriteContext server = check.context(ds::WriteContext{0, "ncstored", nullptr, ""});
+            server.comment = "rollback of a confirmed commit that was not confirmed";
+            check.run(*store_,
+                      [&] { return store_->replace(server, ds::Datastore::Running, rollbackPoint); });
+        },
+        [this](const confirm::Notice& n) {
+            const std::optional<std::uint32_t> timeout =
+                n.timeout ? std::optional<std::uint32_t>(n.timeout) : std::nullopt;
+            notifications_->raise(
+                notify::confirmedCommit({n.session, n.user, n.host}, confirm::toString(n.event), timeout));
+        });
+    // Its journal hook after the notifications' (which never refuses a write): an entry is in
+    // the index only once every other hook took the write.
+    history_ = std::make_unique<history::History>(
+        *store_, ctx_.get(), history::Options{config_.historyMaxCommits, config_.historyMaxBytes});
+
+    // State providers: what <get> and operational show besides the configuration, in this order.
+    reads_ = std::make_unique<ReadPath>(ctx_.get(), *store_);
+    reads_->addProvider("monitoring", makeMonitoringState(capabilities_, *store_, sessions_, stats_));
+    reads_->addProvider("streams", makeStreamsState(*notifications_));
+    reads_->addProvider("yang-library", makeYangLibraryState());
+    reads_->addProvider("nacm", makeNacmCountersState(*nacm_));
+    reads_->addProvider("commits", makeCommitsState(*history_));
+    if (member_) {
+        reads_->addProvider("cluster", makeClusterState(*member_));
+    }
+
+    // Operations: one family per file of ops/.
+    dispatcher_ = std::make_unique<Dispatcher>(*nacm_, stats_);
+    const Services services{ctx_.get(), *store_, *nacm_,    *notifications_, *confirm_,
+                            *history_,  *reads_, sessions_, stats_,          config_.notificationQueueBytes};
+    addConfigOperations(*dispatcher_, services);
+    addLockOperations(*dispatcher_, services);
+    addCommitOperations(*dispatcher_, services);
+    addSessionOperations(*dispatcher_, services);
+    addMonitoringOperations(*dispatcher_, services);
+    addNmdaOperations(*dispatcher_, services);
+    addHistoryOperations(*dispatcher_, services);
+    subscriptions_ = Subscriptions::add(*dispatcher_, services);
+}
+
+Server::~Server() {
+    requestStop();
+    run();
+    // The operations' entries hold the services below: they go first.
+    subscriptions_.reset();
+    dispatcher_.reset();
+    reads_.reset();
+    confirm_.reset();
+    history_.reset();
+    notifications_.reset();
+    store_.reset();
+}
+
+void Server::start() {
+    std::string firstLogin;
+    if (users_.empty()) {
+        const std::string password = randomPassword();
+        users_.setPassword("admin", password);
+        firstLogin = "login: admin / password: " + password;
+    }
+    if (nacmsetup::initialize(*store_, *nacm_, users_.names()) && !firstLogin.empty()) {
+        firstLogin += " (NACM group " + std::string(nacmsetup::kAdminGroup) + ": every operation permitted)";
+    }
+    nacm_->load(*store_);
+    confirm_->recover(); // RFC 6241 8.4: a confirmed commit pending at the last stop is undone
+    transport::SshOptions ssh;
+    ssh.address = config_.listen;
+    ssh.port = config_.port;
+    ssh.hostKeys = ensureHostKeys(config_.dataDir);
+    ssh.authTimeout = std::chrono::seconds(config_.authTimeout);
+    ssh.authAttempts = config_.authAttempts;
+    ssh.maxConnections = config_.maxSessions;
+    ssh.maxStartups = config_.maxStartups;
+    transport::Authenticator auth;
+    auth.password = [this](const std::string& user, const std::string& password) {
+        return users_.checkPassword(user, password);
+    };
+    auth.publicKey = [this](const std::string& user, ssh_key key) {
+        return users_.checkPublicKey(user, key);
+    };
+    listener_ = std::make_unique<transport::SshListener>(std::move(ssh), std::move(auth));
+    listener_->start([this](std::unique_ptr<transport::Connection> conn) { serve(std::move(conn)); });
+    port_ = listener_->port();
+
+    if (!firstLogin.empty()) {
+        NCS_LOG(info) << "created the first user: " << firstLogin;
+        std::cout << firstLogin << std::endl;
+    }
+    const std::string listening = "listening on " + config_.listen + ":" + std::to_string(port_);
+    NCS_LOG(info) << listening << " (data in " << config_.dataDir.string() << ")";
+    std::cout << listening << std::endl;
+    if (!config_.portFile.empty()) {
+        writeFileAtomically(config_.portFile, std::to_string(port_) + "\n");
+    }
+    housekeepingThread_ = std::thread([this] { housekeepingLoop(); });
+}
+
+void Server::leadershipInDoubt() {
+    store_->revokeReadLease();
+}
+
+void Server::requestStop() {
+    {
+        std::lock_guard lock(stopMutex_);
+        stopping_ = true;
+    }
+    stopCv_.notify_all();
+}
+
+void Server::run() {
+    {
+        std::unique_lock lock(stopMutex_);
+        stopCv_.wait(lock, [this] { return stopping_.load(); });
+    }
+    if (!listener_ && !housekeepingThread_.joinable()) {
+        return; // never started, or already stopped
+    }
+    NCS_LOG(info) << "stopping: no new sessions; finishing RPCs in flight";
+    // No session starts from here on; every one there is wakes and sees the stop.
+    sessions_.close();
+    if (listener_) {
+        listener_->stop(); // returns once every connection's thread has ended
+        listener_.reset();
+    }
+    if (housekeepingThread_.joinable()) {
+        housekeepingThread_.join();
+    }
+    NCS_LOG(info) << "statistics: " << statisticsLine();
+}
+
+std::string Server::statisticsLine() const {
+    std::ostringstream line;
+    line << stats_.summary();
+    if (store_) {
+        const ds::Stats d = store_->stats();
+        line << "; datastore: " << d.writes << " writes in " << d.transactions << " transactions";
+        if (d.transactions > 0) {
+            line << " (" << std::fixed << std::setprecision(1)
+                 << static_cast<double>(d.writes) / static_cast<double>(d.transactions)
+                 << " per transaction, at most " << d.maxBatch << ")";
+        }
+        line << ", " << d.failedWrites << " failed, " << d.queueFullWaits << " waited for room in the queue, "
+             << d.changeSetsLost << " change sets lost by slow listeners";
+    }
+    return line.str();
+}
+
+void Server::serve(std::unique_ptr<transport::Connection> conn) {
+    const std::shared_ptr<Session> s = stopping_ ? nullptr : sessions_.add([&](std::uint32_t id) {
+        return std::make_shared<Session>(std::move(conn), id, *nacm_);
+    });
+    if (!s) {
+        if (conn) {
+            conn->close();
+        }
+        return;
+    }
+    ++stats_.inSessions;
+    NCS_LOG(info) << "session " << s->id << " started: " << s->user << " from " << s->host << ":" << s->port
+                  << (s->access.recovery() ? " (NACM recovery session: not checked)" : "");
+    TermReason reason = TermReason::Other;
+    try {
+        reason = runSession(*s);
+    } catch (const std::exception& e) {
+        NCS_LOG(error) << "session " << s->id << ": " << e.what();
+    }
+    endSession(*s, reason);
+}
+
+TermReason Server::runSession(Session& s) {
+    using transport::Framing;
+    using Clock = std::chrono::steady_clock;
+    auto& conn = s.connection();
+    transport::MessageReader reader(config_.maxMessageSize);
+    if (!conn.write(transport::frame(serverHello(capabilities_, s.id), Framing::EndOfMessage))) {
+        return TermReason::Dropped;
+    }
+    std::string received;
+    // The client's <hello>, within the auth timeout.
+    const auto helloDeadline = Clock::now() + std::chrono::seconds(config_.authTimeout);
+    std::optional<std::string> hello;
+    for (;;) {
+        try {
+            hello = reader.next();
+        } catch (const transport::FramingError& e) {
+            ++stats_.inBadHellos;
+            NCS_LOG(warning) << "session " << s.id << ": bad <hello>: " << e.what();
+            return TermReason::BadHello;
+        }
+        if (hello) {
+            break;
+        }
+        if (stopping_ || s.killRequested) {
+            return s.killRequested ? TermReason::Killed : TermReason::Other;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(helloDeadline - Clock::now());
+        const auto r =
+            left.count() > 0 ? conn.read(received, left) : transport::Connection::ReadResult::Timeout;
+        if (r == transport::Connection::ReadResult::Closed) {
+            return TermReason::Dropped;
+        }
+        if (r == transport::Connection::ReadResult::Timeout) {
+            ++stats_.inBadHellos;
+            NCS_LOG(warning) << "session " << s.id << ": no <hello> within " << config_.authTimeout << " s";
+            return TermReason::BadHello;
+        }
+        reader.feed(received);
+        received.clear();
+    }
+    try {
+        s.base11 = parseClientHello(ctx_.get(), *hello).base11;
+    } catch (const HelloError& e) {
+        ++stats_.inBadHellos;
+        NCS_LOG(warning) << "session " << s.id << " of " << s.user << ": " << e.what();
+        return TermReason::BadHello;
+    }
+    reader.setFraming(s.base11 ? Framing::Chunked : Framing::EndOfMessage);
+    s.started = true;
+    notifications_->raise(notify::sessionStart({s.id, s.user, s.host}));
+
+    auto lastMessage = Clock::now();
+    for (;;) {
+        std::optional<std::string> message;
+        try {
+            message = reader.next();
+        } catch (const transport::FramingError& e) {
+            // The byte stream cannot be resynchronized: say why (base:1.1 has the tag for it) and
+            // end the session (RFC 6242 section 4.2).
+            ++s.inBadRpcs;
+            ++stats_.inBadRpcs;
+            NCS_LOG(warning) << "session " << s.id << " of " << s.user << ": framing error: " << e.what()
+                             << "; closing the session";
+            if (s.base11) {
+                std::string out(transport::kHeaderRoom, ' ');
+                renderReply(out, nullptr,
+                            Reply::error(RpcError(ErrorTag::MalformedMessage, ErrorType::Rpc, e.what())),
+                            ctx_.get());
+                conn.write(transport::frameInPlace(out, Framing::Chunked));
+                ++s.outRpcErrors;
+                ++stats_.outRpcErrors;
+            }
+            return TermReason::Other;
+        }
+        if (message) {
+            if (s.killRequested) {
+                return TermReason::Killed; // nothing received after a kill-session runs
+            }
+            if (!handleMessage(s, *message)) {
+                return s.killRequested ? TermReason::Killed : TermReason::Closed;
+            }
+            if (!subscriptions_->deliver(s)) {
+                return TermReason::Other;
+            }
+            lastMessage = Clock::now();
+            continue;
+        }
+        if (s.killRequested) {
+            return TermReason::Killed;
+        }
+        if (stopping_) {
+            return TermReason::Other;
+        }
+        auto wait = std::chrono::milliseconds(-1);
+        if (config_.idleTimeout > 0 && !s.subscription && s.dynamic.empty()) {
+            // A subscribed session is not idle: it is waiting for events (RFC 5277 section 6).
+            wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+                lastMessage + std::chrono::seconds(config_.idleTimeout) - Clock::now());
+            if (wait.count() <= 0) {
+                NCS_LOG(info) << "session " << s.id << " of " << s.user << " idle for " << config_.idleTimeout
+                              << " s: closing it";
+                return TermReason::Timeout;
+            }
+        }
+        if (const auto deadline = subscriptions_->deadline(s)) {
+            const auto untilStop = std::chrono::duration_cast<std::chrono::milliseconds>(
+                *deadline - std::chrono::system_clock::now() + std::chrono::milliseconds(1));
+            wait = wait.count() < 0 ? untilStop : std::min(wait, untilStop);
+            wait = std::max(wait, std::chrono::milliseconds(0));
+        }
+        const auto result = conn.read(received, wait);
+        if (result == transport::Connection::ReadResult::Data) {
+            reader.feed(received);
+            received.clear();
+        }
+        if (!subscriptions_->deliver(s)) {
+            return TermReason::Other;
+        }
+        if (result == transport::Connection::ReadResult::Closed) {
+            return s.killRequested ? TermReason::Killed : TermReason::Dropped;
+        }
+    }
+}
+
+bool Server::handleMessage(Session& s, const std::string& message) {
+    ParsedRpc request = parseRpc(ctx_.get(), message);
+    Reply reply;
+    if (request.error) {
+        ++s.inBadRpcs;
+        ++stats_.inBadRpcs;
+        RpcError& e = *request.error;
+        if (e.tag == ErrorTag::MalformedMessage && !s.base11) {
+            // RFC 6241 Appendix A: malformed-message "MUST NOT be sent to old clients" (base:1.0).
+            e.tag = ErrorTag::OperationFailed;
+        }
+        NCS_LOG(debug) << "session " << s.id << " bad rpc: " << e.tag << ": " << e.what();
+        reply = Reply::error(std::move(e));
+    } else {
+        reply = dispatcher_->dispatch(request, s);
+    }
+    if (reply.kind == Reply::Kind::Error) {
+        ++s.outRpcErrors;
+        ++stats_.outRpcErrors;
+    }
+    std::string out(transport::kHeaderRoom, ' ');
+    renderReply(out, request.envelope.get(), reply, ctx_.get());
+    // The parsed request can go before the (possibly large) reply is written.
+    request = ParsedRpc{};
+    const bool sent = s.connection().write(transport::frameInPlace(
+        out, s.base11 ? transport::Framing::Chunked : transport::Framing::EndOfMessage));
+    return sent && !reply.endSession;
+}
+
+void Server::endSession(Session& s, TermReason reason) {
+    if (reason != TermReason::Closed && reason != TermReason::Killed) {
+        ++stats_.droppedSessions;
+    }
+    subscriptions_->sessionEnded(s);
+    if (s.started) {
+        notifications_->raise(
+            notify::sessionEnd({s.id, s.user, s.host}, toString(reason), s.killedBy.load()));
+    }
+    // RFC 6241 8.3.5.2: candidate changes made under its lock are discarded with it.
+    for (auto ds : store_->releaseSession(s.id)) {
+        NCS_LOG(info) << "session " << s.id << " ended holding the " << ds::toString(ds) << " lock: released";
+    }
+    confirm_->sessionEnded(s.id); // its confirmed commit without persist is rolled back
+    NCS_LOG(info) << "session " << s.id << " of " << s.user << " ended (" << toString(reason) << "), "
+                  << s.inRpcs.load() << " rpcs";
+    s.connection().close();
+    sessions_.remove(s.id);
+}
+
+void Server::housekeepingLoop() {
+    nameThisThread("ncs-housekeep");
+    using SteadyClock = std::chrono::steady_clock;
+    auto nextStats = SteadyClock::now() + std::chrono::seconds(config_.statsInterval);
+    auto nextTrim = SteadyClock::now() + std::chrono::seconds(10);
+    // glibc keeps the free pages inside its arenas resident until told otherwise: a burst of
+    // sessions would set the server's RSS for good. But malloc_trim(0) walks every arena under
+    // its lock, and every allocation of the threads using it waits: up to 47 ms measured after
+    // B12's load (B13, the notification latency, then had p99 of 38-64 ms in two full runs, most
+    // likely from it). So memory is trimmed at a quiet moment after a burst: no RPC for 2 s.
+    constexpr auto kQuietBeforeMemoryTrim = std::chrono::seconds(2);
+    bool memoryTrimDue = false;
+    std::uint64_t rpcsSeen = stats_.inRpcs.load(std::memory_order_relaxed);
+    auto quietSince = SteadyClock::now();
+    std::unique_lock lock(stopMutex_);
+    while (!stopping_) {
+        stopCv_.wait_for(lock, std::chrono::milliseconds(500));
+        lock.unlock();
+        confirm_->tick();
+        const auto now = SteadyClock::now();
+        if (const auto rpcs = stats_.inRpcs.load(std::memory_order_relaxed); rpcs != rpcsSeen) {
+            rpcsSeen = rpcs;
+            quietSince = now;
+        }
+        if (now >= nextTrim) {
+            try {
+                notifications_->trim();
+            } catch (const std::exception& e) {
+                NCS_LOG(error) << "trimming the notification log: " << e.what();
+            }
+            memoryTrimDue = true;
+            nextTrim = now + std::chrono::minutes(1);
+        }
+        if (memoryTrimDue && now - quietSince >= kQuietBeforeMemoryTrim) {
+            malloc_trim(0);
+            memoryTrimDue = false;
+            NCS_LOG(debug) << "malloc_trim after " << (now - quietSince) / std::chrono::milliseconds(1)
+                           << " ms without an RPC: "
+                           << (SteadyClock::now() - now) / std::chrono::microseconds(1) << " us";
+        }
+        if (config_.statsInterval > 0 && now >= nextStats) {
+            NCS_LOG(info) << "statistics: " << statisticsLine();
+            nextStats = now + std::chrono::seconds(config_.statsInterval);
+        }
+        lock.lock();
+    }
+}
+
+} // namespace ncstore::netconfd
