@@ -180,7 +180,7 @@ Context buildContext(const ModelOptions& options) {
         load(ctx.get(), "ietf-subscribed-notifications", "2019-09-09", snFeatures);
         const char* ypFeatures[] = {"on-change", nullptr};
         load(ctx.get(), "ietf-yang-push", "2019-09-09", ypFeatures);
-        // The commit history (history/): /commits, rollback, comments on writes.
+        // The commit history (netconfd/changes/history): /commits, rollback, comments on writes.
         load(ctx.get(), "ncstore-commits", "2026-12-02", nullptr);
         // The dqlite cluster of --backend dqlite (netconfd/cluster): state data only.
         load(ctx.get(), "ncstore-cluster", "2026-12-03", nullptr);

@@ -143,9 +143,11 @@ void Server::start() {
     auth.publicKey = [this](const std::string& user, ssh_key key) {
         return users_.checkPublicKey(user, key);
     };
-    listener_ = std::make_unique<transport::SshListener>(std::move(ssh), std::move(auth));
-    listener_->start([this](std::unique_ptr<transport::Connection> conn) { serve(std::move(conn)); });
-    port_ = listener_->port();
+    // Transports: one listener each (transport/connection.hpp).
+    auto sshListener = std::make_unique<transport::SshListener>(std::move(ssh), std::move(auth));
+    transport::Listener& primary = *sshListener;
+    addListener(std::move(sshListener));
+    port_ = primary.port();
 
     if (!firstLogin.empty()) {
         NCS_LOG(info) << "created the first user: " << firstLogin;
@@ -158,6 +160,15 @@ void Server::start() {
         writeFileAtomically(config_.portFile, std::to_string(port_) + "\n");
     }
     housekeepingThread_ = std::thread([this] { housekeepingLoop(); });
+}
+
+void Server::addListener(std::unique_ptr<transport::Listener> listener) {
+    if (stopping_) {
+        throw std::runtime_error("the server is stopping: no new listener");
+    }
+    listener->start([this](std::unique_ptr<transport::Connection> conn) { serve(std::move(conn)); });
+    std::lock_guard lock(listenersMutex_);
+    listeners_.push_back(std::move(listener));
 }
 
 void Server::leadershipInDoubt() {
@@ -177,16 +188,21 @@ void Server::run() {
         std::unique_lock lock(stopMutex_);
         stopCv_.wait(lock, [this] { return stopping_.load(); });
     }
-    if (!listener_ && !housekeepingThread_.joinable()) {
+    std::vector<std::unique_ptr<transport::Listener>> listeners;
+    {
+        std::lock_guard lock(listenersMutex_);
+        listeners.swap(listeners_);
+    }
+    if (listeners.empty() && !housekeepingThread_.joinable()) {
         return; // never started, or already stopped
     }
     NCS_LOG(info) << "stopping: no new sessions; finishing RPCs in flight";
     // No session starts from here on; every one there is wakes and sees the stop.
     sessions_.close();
-    if (listener_) {
-        listener_->stop(); // returns once every connection's thread has ended
-        listener_.reset();
+    for (auto& listener : listeners) {
+        listener->stop(); // returns once every connection's thread has ended
     }
+    listeners.clear();
     if (housekeepingThread_.joinable()) {
         housekeepingThread_.join();
     }

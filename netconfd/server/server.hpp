@@ -15,6 +15,7 @@
 #pragma once
 
 #include "confirm.hpp"
+#include "connection.hpp"
 #include "dispatcher.hpp"
 #include "history.hpp"
 #include "options.hpp"
@@ -40,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ncstore::cluster {
 class Member;
@@ -63,6 +65,10 @@ public:
     void requestStop();
     /// Blocks until requestStop(), then shuts down in order.
     void run();
+    /// Serves the connections `listener` hands over, from now until the server stops (it is
+    /// started here and stopped by run()). start() adds the SSH listener of the options; another
+    /// transport is one more call. Throws when the listener cannot start or the server stops.
+    void addListener(std::unique_ptr<transport::Listener> listener);
     /// Its dqlite node said it does not lead (thread-safe): reads stop relying on the read
     /// lease (ds::Store::revokeReadLease) while the server may still be serving.
     void leadershipInDoubt();
@@ -72,9 +78,6 @@ public:
 
     /// The capabilities of the server's <hello>.
     const std::vector<std::string>& capabilities() const { return capabilities_; }
-
-    /// Runs one parsed message and returns its reply (exposed for tests).
-    Reply dispatch(ParsedRpc& request, Session& s) { return dispatcher_->dispatch(request, s); }
 
     /// Where operations are added and removed while the server runs (rpc/dispatcher.hpp).
     Dispatcher& dispatcher() { return *dispatcher_; }
@@ -118,8 +121,9 @@ private:
     std::condition_variable stopCv_;
     std::thread housekeepingThread_;
 
-    // Last: stopped first, while everything its sessions use is alive.
-    std::unique_ptr<transport::Listener> listener_;
+    // Last: stopped first, while everything their sessions use is alive.
+    std::mutex listenersMutex_;
+    std::vector<std::unique_ptr<transport::Listener>> listeners_;
 };
 
 } // namespace ncstore::netconfd

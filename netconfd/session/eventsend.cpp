@@ -6,13 +6,10 @@
 #include "events.hpp"
 #include "filter.hpp"
 #include "framing.hpp"
-#include "rpcargs.hpp"
 
 #include <stdexcept>
 
 namespace ncstore::netconfd {
-
-using namespace rpcargs;
 
 namespace {
 
@@ -70,8 +67,9 @@ std::string readableEvent(const ly_ctx* ctx, const nacm::Access& access, const s
         if (!e->schema || std::string_view(e->schema->name) != "edit") {
             continue;
         }
-        const lyd_node* target = child(e, "target");
-        if (target && access.readablePath(ctx, valueOf(target))) {
+        lyd_node* target = nullptr;
+        if (lyd_find_path(e, "target", 0, &target) == LY_SUCCESS &&
+            access.readablePath(ctx, lyd_get_value(target))) {
             ++kept;
         } else {
             lyd_free_tree(e);

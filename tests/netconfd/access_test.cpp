@@ -10,6 +10,8 @@
 
 #include "ncstore/models.hpp"
 
+#include "temp_store.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -55,21 +57,12 @@ std::string rule(const std::string& name, const std::string& action, const std::
 class Access : public ::testing::Test {
 protected:
     void SetUp() override {
-        dir_ = std::filesystem::path(::testing::TempDir()) /
-               ("ncstored-access-" +
-                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
-        ds::StoreOptions options;
-        options.file = dir_ / "ncstore.db";
-        options.durability = ds::Durability::Off;
-        store_ = ds::Store::open(context(), options);
+        store_ = ncstore::test::openStore(context(), dir_);
         control_ = std::make_unique<AccessControl>(context(), "rescue");
     }
     void TearDown() override {
         control_.reset();
         store_.reset();
-        std::filesystem::remove_all(dir_);
     }
 
     /// Writes `xml` as the server itself, without any check (what a hand-made store could hold).
@@ -133,7 +126,7 @@ protected:
         return out;
     }
 
-    std::filesystem::path dir_;
+    ncstore::test::TempDir dir_;
     std::unique_ptr<ds::Store> store_;
     std::unique_ptr<AccessControl> control_;
 };

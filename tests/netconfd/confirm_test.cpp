@@ -1,4 +1,4 @@
-// The confirmed-commit state machine (netconfd/confirm) on a real store: the deadline, a failed
+// The confirmed-commit state machine (netconfd/changes/confirm) on a real store: the deadline, a failed
 // commit, and what a restart finds in the journal. The NETCONF side is in
 // tests/e2e/test_confirmed_commit.py.
 #include "confirm.hpp"
@@ -6,6 +6,8 @@
 
 #include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
+
+#include "temp_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,27 +37,16 @@ Tree parse(const std::string& names) {
 
 class Confirm : public ::testing::Test {
 protected:
-    void SetUp() override {
-        dir_ = std::filesystem::path(::testing::TempDir()) /
-               ("ncstored-confirm-" +
-                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
-        open();
-    }
+    void SetUp() override { open(); }
     void TearDown() override {
         confirm_.reset();
         store_.reset();
-        std::filesystem::remove_all(dir_);
     }
     /// Opens the store and a ConfirmedCommit on it, as a (re)started server does.
     void open() {
         confirm_.reset();
         store_.reset();
-        ds::StoreOptions options;
-        options.file = dir_ / "ncstore.db";
-        options.durability = ds::Durability::Off;
-        store_ = ds::Store::open(serverContext(), options);
+        store_ = ncstore::test::openStore(serverContext(), dir_);
         confirm_ = std::make_unique<ConfirmedCommit>(
             *store_, serverContext(),
             [this](const lyd_node* config) { store_->replace({}, ds::Datastore::Running, config); },
@@ -80,7 +71,7 @@ protected:
     }
     ds::WriteTiming commitCandidate() { return store_->commit(who_); }
 
-    std::filesystem::path dir_;
+    ncstore::test::TempDir dir_;
     std::unique_ptr<ds::Store> store_;
     std::unique_ptr<ConfirmedCommit> confirm_;
     std::vector<Event> events_;

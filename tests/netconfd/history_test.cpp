@@ -1,4 +1,4 @@
-// The commit history (history/) on a real store: what a row holds and that it decodes
+// The commit history (netconfd/changes/history) on a real store: what a row holds and that it decodes
 // back, that inverting the rows of later commits gives back the exact state after any earlier
 // commit (ordered-by-user order included), retention, and what a restart finds. The NETCONF side
 // is in tests/e2e/test_history.py.
@@ -11,6 +11,8 @@
 
 #include "ncstore/changes.hpp"
 #include "ncstore/datastore.hpp"
+
+#include "temp_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -49,27 +51,16 @@ std::string interface(const std::string& name, const std::string& attrs = "") {
 
 class HistoryTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        dir_ = std::filesystem::path(::testing::TempDir()) /
-               ("ncstored-history-" +
-                std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
-        open();
-    }
+    void SetUp() override { open(); }
     void TearDown() override {
         history_.reset();
         store_.reset();
-        std::filesystem::remove_all(dir_);
     }
     /// (Re)opens the store and the history on it, as a (re)started server does.
     void open(history::Options options = {}) {
         history_.reset();
         store_.reset();
-        ds::StoreOptions so;
-        so.file = dir_ / "ncstore.db";
-        so.durability = ds::Durability::Off;
-        store_ = ds::Store::open(context(), so);
+        store_ = ncstore::test::openStore(context(), dir_);
         history_ = std::make_unique<History>(*store_, context(), options);
     }
     /// An edit of running by `who`; returns its commit id (0: nothing changed).
@@ -174,7 +165,7 @@ protected:
         return out;
     }
 
-    std::filesystem::path dir_;
+    ncstore::test::TempDir dir_;
     std::unique_ptr<ds::Store> store_;
     std::unique_ptr<History> history_;
 };

@@ -74,7 +74,7 @@ std::string utcTime(std::int64_t us) {
     return out.str();
 }
 
-/// The history journal (history/) read from the file: what `ncstore-client history` shows,
+/// The history journal (netconfd/changes/history) read from the file: what `ncstore-client history` shows,
 /// without a server. `only`: print just that commit, with its changes.
 int printHistory(const ds::Store& store, std::optional<std::uint64_t> only) {
     namespace history = netconfd::history;
