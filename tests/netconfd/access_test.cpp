@@ -196,7 +196,7 @@ TEST_F(Access, ANacmChangeIsInForceWhenTheWriteReturns) {
     write("root", std::string("<nacm xmlns=\"") + kNacm + "\"><enable-nacm>false</enable-nacm></nacm>",
           ds::Datastore::Running, testOnly);
     EXPECT_TRUE(control_->policy()->enabled());
-    // Candidate edits are not in force; their commit is (Server::opCommit uses the same check).
+    // Candidate edits are not in force; their commit is (CommitOps::commit in netconfd/ops/commit.cpp uses the same check).
     write("root", std::string("<nacm xmlns=\"") + kNacm + "\"><enable-nacm>false</enable-nacm></nacm>",
           ds::Datastore::Candidate);
     EXPECT_TRUE(control_->policy()->enabled());
