@@ -2,7 +2,6 @@
 #include "edit.hpp"
 
 #include "editcontent.hpp"
-#include "readpath.hpp"
 #include "rpcargs.hpp"
 
 #include "ncstore/log.hpp"

@@ -57,9 +57,6 @@ public:
     /// merge in the error.
     void merge(Tree& forest, Tree part, const char* what) const;
 
-    const ly_ctx* context() const { return ctx_; }
-    ds::Store& store() const { return store_; }
-
 private:
     const ly_ctx* ctx_;
     ds::Store& store_;
