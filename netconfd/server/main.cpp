@@ -7,6 +7,7 @@
 #include "standby.hpp"
 #include "users.hpp"
 
+#include "ncstore/datastore.hpp"
 #include "ncstore/files.hpp"
 #include "ncstore/log.hpp"
 #include "ncstore/threadname.hpp"
@@ -361,8 +362,23 @@ int main(int argc, char* argv[]) {
             }
             NCS_LOG(info) << "dqlite node " << cmd.config.dqliteId << " is the leader: loading the datastore";
         }
-        Server server(cmd.config, member ? &*member : nullptr);
-        server.start();
+        std::optional<Server> started;
+        try {
+            started.emplace(cmd.config, member ? &*member : nullptr);
+            started->start();
+        } catch (const ncstore::ds::Error& e) {
+            // On a cluster the store fails to start once it loaded only when it cannot show that
+            // its node leads (leadership moved while it loaded, or moved and came back): the
+            // same event as losing the leadership while serving, not a broken server.
+            if (!member) {
+                throw;
+            }
+            NCS_LOG(error) << "dqlite node " << cmd.config.dqliteId
+                           << " could not show that it leads while this server started (" << e.what()
+                           << "): it does not serve";
+            return kLostLeadership;
+        }
+        Server& server = *started;
         stop.serving(&server);
         std::optional<LeadershipWatch> watch;
         if (member) {

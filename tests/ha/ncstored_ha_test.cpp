@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -134,6 +135,14 @@ protected:
     }
 
     void TearDown() override {
+        if (HasFailure()) { // a client's error alone does not say which server did what
+            for (std::size_t i = 0; i < servers.size(); ++i) {
+                if (servers[i]) {
+                    std::cout << "--- ncstored " << i + 1 << " (end of its log)\n"
+                              << servers[i]->log() << "\n";
+                }
+            }
+        }
         servers.clear(); // they stop before their namespaces go
         net.reset();
     }
@@ -278,25 +287,69 @@ protected:
         return text;
     }
 
-    /// Makes node i's dqlite node the leader (TRANSFER through the current leader).
-    void transferTo(std::size_t i) {
+    /// As systemd does after exit 75: every server that stopped because its node lost the
+    /// leadership is started again, a standby. Any other exit is a failure.
+    void restartDeposed() {
+        for (std::size_t j = 0; j < servers.size(); ++j) {
+            if (servers[j]->running()) {
+                continue;
+            }
+            EXPECT_EQ(servers[j]->waitExit(0ms), std::optional<int>(kLostLeadership)) << servers[j]->log();
+            deposed.push_back(j);
+            start(j);
+        }
+    }
+
+    /// One TRANSFER to node i through the current leader; "" once node i leads, else why not.
+    std::string transferOnce(std::size_t i) {
+        try {
+            ClusterOptions o;
+            o.connect.connectTimeout = 1s;
+            o.connect.requestTimeout = 3s;
+            Cluster all(addresses, o);
+            Connection& leader = all.leader(3s);
+            if (leader.address() == addresses[i]) {
+                return "";
+            }
+            leader.transfer(i + 1);
+            return "transferred, not yet leading";
+        } catch (const Error& e) {
+            return e.what();
+        }
+    }
+
+    /// Hands the leadership to node i and returns once it holds: node i's server serves, the
+    /// other two run as standbys, for `settle` on end. With Debian 12's libraft 0.15 a handover
+    /// to the node that was cut off often does not stick at once (TRANSFER refused, the election
+    /// lands on the third node, or a voter restarted meanwhile deposes the new leader, see
+    /// tests/ha/results): as an operator would, it is asked again, and a server deposed on the
+    /// way is restarted, within `within`.
+    void leadStablyOn(std::size_t i, Millis within, Millis settle = 2s) {
         std::string last;
-        for (const auto t0 = Clock::now(); since(t0) < 30s; std::this_thread::sleep_for(200ms)) {
-            try {
-                ClusterOptions o;
-                o.connect.connectTimeout = 1s;
-                o.connect.requestTimeout = 3s;
-                Cluster all(addresses, o);
-                Connection& leader = all.leader(3s);
-                if (leader.address() == addresses[i]) {
+        std::optional<Clock::time_point> stableSince;
+        auto lastTransfer = Clock::now() - 1h;
+        for (const auto t0 = Clock::now(); since(t0) < within; std::this_thread::sleep_for(50ms)) {
+            restartDeposed();
+            bool othersStandby = true;
+            for (std::size_t j = 0; j < servers.size(); ++j) {
+                othersStandby = othersStandby && (j == i || !serving(j));
+            }
+            if (serving(i) && othersStandby) {
+                if (!stableSince) {
+                    stableSince = Clock::now();
+                }
+                if (Clock::now() - *stableSince >= settle) {
                     return;
                 }
-                leader.transfer(i + 1);
-            } catch (const Error& e) {
-                last = e.what();
+                continue;
+            }
+            stableSince.reset();
+            if (!serving(i) && Clock::now() - lastTransfer > 1s) {
+                last = transferOnce(i);
+                lastTransfer = Clock::now();
             }
         }
-        FAIL() << "node " << i + 1 << " did not become leader: " << last;
+        FAIL() << "node " << i + 1 << " did not lead stably: " << last;
     }
 
     std::optional<ha::Network> net; // first member: destroyed last
@@ -304,6 +357,7 @@ protected:
     std::vector<std::filesystem::path> dirs;
     std::vector<std::string> addresses;
     std::vector<std::unique_ptr<ServerProcess>> servers;
+    std::vector<std::size_t> deposed; // servers that exited with kLostLeadership, restarted
 };
 
 TEST_F(NcstoredCluster, ACutOffLeaderStopsServingAndServesEverythingAgainWhenItLeadsOnceMore) {
@@ -343,13 +397,13 @@ TEST_F(NcstoredCluster, ACutOffLeaderStopsServingAndServesEverythingAgainWhenItL
     EXPECT_FALSE(serving(0)) << servers[0]->log();
 
     // Leadership handed back: its server loads what the cluster holds, edits made while it was
-    // away included, and the deposed one stops serving.
-    transferTo(0);
-    waitServing(0, 30s);
+    // away included, and the deposed one stops serving (exit 75; restarted, a standby).
+    leadStablyOn(0, 60s);
+    EXPECT_NE(std::find(deposed.begin(), deposed.end(), *successor), deposed.end())
+        << "the server that took over never stopped serving";
     EXPECT_EQ(countOn(0, "before-"), 20);
     EXPECT_EQ(countOn(0, "during-"), 30);
     EXPECT_EQ(countOn(0, "cutoff-"), 0);
-    EXPECT_EQ(servers[*successor]->waitExit(30s), std::optional<int>(kLostLeadership));
 }
 
 } // namespace
