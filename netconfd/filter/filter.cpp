@@ -964,6 +964,24 @@ std::string applyXml(const lyd_node* data, const lyd_node* filterNode, uint32_t 
     return applySubtreeXmlWithout(data, filterNode, printOptions, {});
 }
 
+std::string xpathXml(const lyd_node* data, const std::string& expr, uint32_t printOptions,
+                     const lysc_node* leaveOut) {
+    Selection s = selectXPath(data, expr);
+    if (leaveOut) {
+        const auto left = std::find_if(s.root.order.begin(), s.root.order.end(),
+                                       [leaveOut](const lyd_node* n) { return n->schema == leaveOut; });
+        if (left != s.root.order.end()) {
+            s.root.kids.erase(*left);
+            s.root.order.erase(left);
+        }
+    }
+    std::string out;
+    if (s.first) {
+        render(s.root, nullptr, s.first, (printOptions & ~LYD_PRINT_WITHSIBLINGS) | LYD_PRINT_SHRINK, out);
+    }
+    return out;
+}
+
 std::string applySubtreeXmlWithout(const lyd_node* data, const lyd_node* filterNode, uint32_t printOptions,
                                    const std::vector<const lyd_node*>& absent) {
     if (!absent.empty() && xpathSelect(filterNode)) {

@@ -22,6 +22,7 @@
 //    filter::Error with the reason.
 #pragma once
 
+#include "ncstore/errortag.hpp"
 #include "ncstore/yang.hpp"
 
 #include <optional>
@@ -36,6 +37,15 @@ namespace ncstore::filter {
 class Error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+/// A filter the server stopped evaluating: over its budget (ErrorTag::ResourceDenied), or its
+/// client gone or its evaluator failed (ErrorTag::OperationFailed). Map it to an rpc-error of
+/// that tag, error-type application.
+class Stopped : public std::runtime_error {
+public:
+    Stopped(ErrorTag errorTag, const std::string& message) : std::runtime_error(message), tag(errorTag) {}
+    ErrorTag tag;
 };
 
 /// RFC 6241 §6 subtree filtering of the forest `data` (any sibling of the forest; may be nullptr).
@@ -88,6 +98,12 @@ Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xm
 /// not yield a node-set (e.g. count(...)) selects nothing. Throws Error on an invalid
 /// expression.
 Tree xpath(const lyd_node* data, const std::string& expr);
+
+/// xpath(), printed as applyXml() prints it, without the selected top-level node of schema
+/// `leaveOut` (nullptr: none) and what it holds: the filter may look at it, the output leaves it
+/// out. What the XPath worker (netconfd/read/xpathworker.hpp) answers.
+std::string xpathXml(const lyd_node* data, const std::string& expr, uint32_t printOptions,
+                     const lysc_node* leaveOut = nullptr);
 
 /// The whole get/get-config filtering step: `filterNode` is the ietf-netconf `filter` anyxml
 /// of the RPC; type="xpath" runs xpath() on its select, anything else subtreeOfAnyxml().

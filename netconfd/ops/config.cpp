@@ -29,9 +29,9 @@ using namespace rpcargs;
 
 Reply ConfigOps::read(Request& r, bool config) {
     const lyd_node* rpc = r.op;
-    return Reply::xml(svc_.reads.readXml(r.access,
-                                         config ? requireDatastore(rpc, "source") : ds::Datastore::Running,
-                                         !config, child(rpc, "filter"), withDefaultsFlag(rpc)));
+    return Reply::xml(svc_.reads.readXml(
+        r.access, config ? requireDatastore(rpc, "source") : ds::Datastore::Running, !config,
+        child(rpc, "filter"), withDefaultsFlag(rpc), [&s = r.session] { return s.abandoned(); }));
 }
 
 Reply ConfigOps::get(Request& r) {

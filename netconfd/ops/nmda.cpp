@@ -382,7 +382,8 @@ Reply NmdaOps::getData(Request& r) {
     };
     std::string xml;
     if (!copy) {
-        xml = svc_.reads.readXml(r.access, datastore.store, datastore.operational, filterHolder.get(), wd);
+        xml = svc_.reads.readXml(r.access, datastore.store, datastore.operational, filterHolder.get(), wd,
+                                 [&s = r.session] { return s.abandoned(); });
     } else if (datastore.operational && withOrigin && !configFilter && !depthLimited && origins.empty() &&
                negated.empty()) {
         // Only with-origin: every top-level node has one origin, so the data is printed straight

@@ -6,6 +6,7 @@
 #include "filter.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace ncstore::netconfd {
 
@@ -98,12 +99,14 @@ std::uint64_t ReadPath::readConfigXml(const nacm::Access* access, ds::Datastore 
 }
 
 std::string ReadPath::readXml(const nacm::Access* access, ds::Datastore source, bool withState,
-                              const lyd_node* filterNode, std::uint32_t wd) const {
+                              const lyd_node* filterNode, std::uint32_t wd, const StopRequested& stop) const {
     std::string xml;
-    Tree nacmConfig; // <get>: running's /nacm goes out with its counters, in one element
+    std::optional<XPathJob> job; // an XPath filter: evaluated once the store's lock is released
+    Tree nacmConfig;             // <get>: running's /nacm goes out with its counters, in one element
     store_.read(source, [&](const lyd_node* tree) {
         const lyd_node* nacm = withState ? nacmTop(tree) : nullptr;
-        xml = readableXml(tree, filterNode, wd, access, nacm);
+        job = xpath_ ? readableXPathJob(tree, filterNode, wd, access, nacm) : std::nullopt;
+        xml = job ? std::string() : readableXml(tree, filterNode, wd, access, nacm);
         nacmConfig.reset();
         if (nacm) {
             lyd_node* copy = nullptr;
@@ -113,10 +116,17 @@ std::string ReadPath::readXml(const nacm::Access* access, ds::Datastore source, 
             nacmConfig.reset(copy);
         }
     });
+    if (job) {
+        xml = xpath_->evaluate(*job, stop);
+    }
     if (withState) {
         Tree data = state(filterNode);
         merge(data, std::move(nacmConfig), "the NACM configuration and counters");
-        xml += readableXml(data.get(), filterNode, wd, access);
+        if (job) {
+            xml += xpath_->evaluate(*readableXPathJob(data.get(), filterNode, wd, access), stop);
+        } else {
+            xml += readableXml(data.get(), filterNode, wd, access);
+        }
     }
     return xml;
 }

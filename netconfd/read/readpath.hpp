@@ -11,10 +11,15 @@
 //  - Providers can be added and removed while the server runs, from any thread; a read in
 //    progress uses the providers there were when it asked for state.
 //  - A read asks only the providers whose top-level nodes its filter can select.
+//  - Given an XPathEvaluator, a read through an XPath filter holds the store's lock only to print
+//    what it reads (LYB); the filter runs in a worker, within the evaluator's budget, and ends
+//    when `stop` says the client no longer waits (xpathworker.hpp). Without one (tests that
+//    embed the server), XPath filters are evaluated here, under the lock, with no budget.
 #pragma once
 
 #include "nacm.hpp"
 #include "stateprovider.hpp"
+#include "xpathworker.hpp"
 
 #include "ncstore/datastore.hpp"
 #include "ncstore/yang.hpp"
@@ -30,7 +35,9 @@ namespace ncstore::netconfd {
 
 class ReadPath {
 public:
-    ReadPath(const ly_ctx* ctx, ds::Store& store) : ctx_(ctx), store_(store) {}
+    /// `xpath` (nullptr: none) outlives the read path.
+    ReadPath(const ly_ctx* ctx, ds::Store& store, const XPathEvaluator* xpath = nullptr)
+        : ctx_(ctx), store_(store), xpath_(xpath) {}
 
     /// Adds (or replaces) provider `name`; providers are asked in the order they were first added.
     void addProvider(const std::string& name, std::shared_ptr<const StateProvider> provider);
@@ -44,8 +51,10 @@ public:
     /// What a read of `source` shows a user with `access` (nullptr: may read everything), with
     /// the state data when `withState` (<get>, operational), through `filterNode` (the
     /// ietf-netconf filter node; nullptr: all), printed with the with-defaults flag `wd`.
+    /// `stop` is asked while an XPath filter runs (the client's session ended, ...). An XPath
+    /// filter is evaluated on the configuration and on the state data, each within the budget.
     std::string readXml(const nacm::Access* access, ds::Datastore source, bool withState,
-                        const lyd_node* filterNode, std::uint32_t wd) const;
+                        const lyd_node* filterNode, std::uint32_t wd, const StopRequested& stop = {}) const;
 
     /// The configuration of `source` alone as `readXml` shows it (YANG-Push's updates), into
     /// `out`; returns the commit the read saw (ds::Store::read).
@@ -60,6 +69,7 @@ public:
 private:
     const ly_ctx* ctx_;
     ds::Store& store_;
+    const XPathEvaluator* xpath_;
     mutable std::shared_mutex mutex_;
     std::vector<std::pair<std::string, std::shared_ptr<const StateProvider>>> providers_;
 };

@@ -29,7 +29,48 @@ std::string printForest(const lyd_node* forest, std::uint32_t wd) {
     return forest ? print(forest, LYD_XML, LYD_PRINT_WITHSIBLINGS | kPrint | wd) : std::string();
 }
 
+std::string nameOf(const lyd_node* top) {
+    return std::string(top->schema->module->name) + ":" + top->schema->name;
+}
+
 } // namespace
+
+std::optional<XPathJob> readableXPathJob(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
+                                         const nacm::Access* access, const lyd_node* skip) {
+    if (!filterNode) {
+        return std::nullopt;
+    }
+    std::optional<std::string> expr = filter::xpathSelect(filterNode);
+    if (!expr) {
+        return std::nullopt;
+    }
+    XPathJob job;
+    job.expr = std::move(*expr);
+    job.wd = wd;
+    if (!forest) {
+        return job;
+    }
+    std::vector<const lyd_node*> absent;
+    if (access && !access->permitsAllReads()) {
+        access->unreadable(forest, absent);
+    }
+    if (absent.empty() && (!skip || !access || access->permitsAllReads())) {
+        // As readableXml: the filter sees `skip`, the reply leaves it out.
+        job.lyb = print(forest, LYD_LYB, LYD_PRINT_WITHSIBLINGS);
+        if (skip) {
+            job.leaveOut = nameOf(skip);
+        }
+        return job;
+    }
+    Tree view = access->readableCopy(forest);
+    if (skip) {
+        dropTop(view, skip->schema);
+    }
+    if (view) {
+        job.lyb = print(view.get(), LYD_LYB, LYD_PRINT_WITHSIBLINGS);
+    }
+    return job;
+}
 
 std::string readableXml(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
                         const nacm::Access* access, const lyd_node* skip) {

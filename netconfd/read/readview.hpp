@@ -16,8 +16,10 @@
 #pragma once
 
 #include "nacm.hpp"
+#include "xpathworker.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ncstore::netconfd {
@@ -28,5 +30,13 @@ namespace ncstore::netconfd {
 /// top-level node of `forest` or nullptr, is left out (shown elsewhere in the reply).
 std::string readableXml(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
                         const nacm::Access* access, const lyd_node* skip = nullptr);
+
+/// What readableXml() evaluates when `filterNode` is an XPath filter, as a job for an XPath
+/// worker (xpathworker.hpp), whose answer is then what readableXml() returns: the forest the user
+/// may read (the whole forest, or NACM's readable copy of it) printed as LYB, and `skip` to leave
+/// out. The forest is only read here: the caller may release its lock before evaluating.
+/// nullopt when `filterNode` is not an XPath filter.
+std::optional<XPathJob> readableXPathJob(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
+                                         const nacm::Access* access, const lyd_node* skip = nullptr);
 
 } // namespace ncstore::netconfd

@@ -67,6 +67,8 @@ Reply Dispatcher::dispatch(ParsedRpc& parsed, Session& s) const {
         reply = Reply::error(fromDatastore(e));
     } catch (const filter::Error& e) {
         reply = Reply::error(RpcError::invalidValue(std::string("invalid filter: ") + e.what(), "filter"));
+    } catch (const filter::Stopped& e) {
+        reply = Reply::error(RpcError(e.tag, ErrorType::Application, e.what()));
     } catch (const std::exception& e) {
         NCS_LOG(error) << "session " << s.id << " " << name << ": " << e.what();
         reply = Reply::error(RpcError::operationFailed(e.what()));

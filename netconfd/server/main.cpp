@@ -6,6 +6,7 @@
 #include "server.hpp"
 #include "standby.hpp"
 #include "users.hpp"
+#include "xpathworker.hpp"
 
 #include "ncstore/datastore.hpp"
 #include "ncstore/files.hpp"
@@ -260,6 +261,9 @@ private:
 } // namespace
 
 int main(int argc, char* argv[]) {
+    if (argc == 2 && std::string_view(argv[1]) == "--xpath-worker") {
+        return ncstore::netconfd::runXPathWorker(3); // the server started it (xpathworker.hpp)
+    }
     const bool mallocTuned = tuneMalloc(); // before any thread exists
     CommandLine cmd;
     try {
@@ -269,6 +273,8 @@ int main(int argc, char* argv[]) {
         std::cerr << "ncstored: " << e.what() << "\nTry 'ncstored --help'.\n";
         return 2;
     }
+    // The XPath workers are this program; /proc/self/exe stays it after an upgrade replaced the file.
+    cmd.config.xpathWorkerProgram = "/proc/self/exe";
     switch (cmd.action) {
     case Action::Help:
         std::cout << cmd.helpText;

@@ -72,7 +72,13 @@ po::options_description fileOptions(ServerConfig& c) {
         ("dqlite-latency-ms", po::value<unsigned>(&c.dqliteLatencyMs)->default_value(c.dqliteLatencyMs),
             "with --backend dqlite: one-way network latency between nodes; the election timeout is 15 times "
             "this (0: dqlite's defaults, a 3 s election timeout); it must exceed the longest transaction, which the "
-            "leader executes between its heartbeats");
+            "leader executes between its heartbeats")
+        ("xpath-budget-ms", po::value<unsigned>(&c.xpathBudgetMs)->default_value(c.xpathBudgetMs),
+            "milliseconds a client's XPath filter may take (evaluated in a worker process, with the "
+            "store unlocked); past it the worker is stopped and the client gets resource-denied")
+        ("xpath-workers", po::value<unsigned>(&c.xpathWorkers)->default_value(c.xpathWorkers),
+            "XPath filters evaluated at once, each in a worker process that holds the YANG context; "
+            "more wait for a free worker");
     // clang-format on
     return d;
 }
@@ -229,6 +235,9 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (c.sqliteCacheMb == 0 || c.sqliteCacheMb > (1u << 20)) {
         throw OptionsError("--sqlite-cache-mb must be 1..1048576");
+    }
+    if (c.xpathBudgetMs == 0 || c.xpathWorkers == 0 || c.xpathWorkers > 64) {
+        throw OptionsError("--xpath-budget-ms must be at least 1, --xpath-workers 1..64");
     }
     if (c.maxStartups == 0) {
         throw OptionsError("--max-startups must be at least 1");

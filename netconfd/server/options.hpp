@@ -53,6 +53,11 @@ struct ServerConfig {
     std::string dqliteAddress;            ///< "a.b.c.d:port" of the embedded node
     std::vector<std::string> dqlitePeers; ///< the other nodes' addresses
     unsigned dqliteLatencyMs = 0;         ///< one-way latency between nodes; 0: dqlite's defaults
+    unsigned xpathBudgetMs = 5000;        ///< what a client's XPath filter may take (xpathworker.hpp)
+    unsigned xpathWorkers = 2;            ///< XPath filters evaluated at once
+    /// The program run as XPath worker: ncstored itself (main sets it). Empty: XPath filters are
+    /// evaluated in the server with no budget (tests that embed the server).
+    std::filesystem::path xpathWorkerProgram;
 };
 
 enum class Action {

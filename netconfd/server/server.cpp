@@ -79,7 +79,15 @@ Server::Server(const ServerConfig& config, cluster::Member* member)
         *store_, ctx_.get(), history::Options{config_.historyMaxCommits, config_.historyMaxBytes});
 
     // State providers: what <get> and operational show besides the configuration, in this order.
-    reads_ = std::make_unique<ReadPath>(ctx_.get(), *store_);
+    if (!config_.xpathWorkerProgram.empty()) {
+        XPathEvaluator::Options xpath;
+        xpath.models = modelOptions(config_);
+        xpath.program = config_.xpathWorkerProgram;
+        xpath.budget = std::chrono::milliseconds(config_.xpathBudgetMs);
+        xpath.workers = config_.xpathWorkers;
+        xpath_ = std::make_unique<XPathEvaluator>(std::move(xpath));
+    }
+    reads_ = std::make_unique<ReadPath>(ctx_.get(), *store_, xpath_.get());
     reads_->addProvider("monitoring", makeMonitoringState(capabilities_, *store_, sessions_, stats_));
     reads_->addProvider("streams", makeStreamsState(*notifications_));
     reads_->addProvider("yang-library", makeYangLibraryState());
@@ -110,6 +118,7 @@ Server::~Server() {
     subscriptions_.reset();
     dispatcher_.reset();
     reads_.reset();
+    xpath_.reset();
     confirm_.reset();
     history_.reset();
     notifications_.reset();

@@ -110,7 +110,8 @@ private:
     UserDb users_;
     Stats stats_;
     SessionTable sessions_;
-    std::unique_ptr<ReadPath> reads_;        // after store_: gone before it
+    std::unique_ptr<XPathEvaluator> xpath_;  // XPath filters' workers (none: evaluated in process)
+    std::unique_ptr<ReadPath> reads_;        // after store_ and xpath_: gone before them
     std::unique_ptr<Dispatcher> dispatcher_; // its entries use everything above
     std::shared_ptr<Subscriptions> subscriptions_;
     std::vector<std::string> capabilities_;

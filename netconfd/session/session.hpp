@@ -94,6 +94,10 @@ public:
         conn_->shutdown();
     }
 
+    /// The client no longer waits for the answer of the RPC in progress: the session was killed
+    /// or its peer hung up. The session's thread (while it works on that RPC).
+    bool abandoned() const { return killRequested || conn_->peerGone(); }
+
     const std::uint32_t id;
     const std::string user;
     const std::string host;

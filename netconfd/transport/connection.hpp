@@ -48,6 +48,9 @@ public:
     virtual void shutdown() = 0;
     /// Ends the connection orderly (session's thread).
     virtual void close() = 0;
+    /// Whether the peer has hung up, asked without reading (session's thread, while it works on
+    /// a request: a long read stops when nobody waits for its answer).
+    virtual bool peerGone() const = 0;
 };
 
 class Listener {

@@ -395,6 +395,12 @@ void SshConnection::shutdown() {
     wake();
 }
 
+bool SshConnection::peerGone() const {
+    // The TCP connection's end, seen without reading: a client killed or cut off, or shutdown().
+    pollfd p{fd_, POLLRDHUP, 0};
+    return broken_ || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)));
+}
+
 void SshConnection::close() {
     if (channel_ && !broken_ && ssh_is_connected(session_)) {
         ssh_channel_send_eof(channel_);

@@ -108,6 +108,7 @@ public:
     void shutdown() override;
     /// Sends the channel's EOF and close, then disconnects (connection's thread).
     void close() override;
+    bool peerGone() const override;
 
     /// The connection's SSH callbacks and their state (ssh.cpp).
     struct Handshake;

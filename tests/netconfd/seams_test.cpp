@@ -96,6 +96,10 @@ public:
         wake();
     }
     void close() override { ::shutdown(fd_.get(), SHUT_RDWR); }
+    bool peerGone() const override {
+        pollfd p{fd_.get(), POLLRDHUP, 0};
+        return broken_ || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)));
+    }
 
 private:
     Fd fd_;
