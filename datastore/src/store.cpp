@@ -50,6 +50,7 @@ public:
             std::move(backend), options, publisher_,
             [this](detail::Backend& p, const std::function<void()>& drain, std::uint64_t firstFailed) {
                 std::unique_lock lock(mutex_);
+                const std::lock_guard sequence(sequence_); // no journal row slips in either
                 drain();
                 NCS_SYNC_POINT("store:reloading");
                 NCS_LOG(warning) << "datastore: reloading " << p.describe() << " after a failed commit";
@@ -189,14 +190,19 @@ public:
     /// What must hold before a write becomes visible, under the exclusive lock: the access
     /// policy accepts its change set (and `result`, the tree the write leaves); for a write that
     /// will be persisted (`persisted`), the journals' rows for it, made with the commit id it
-    /// will get. Throws to refuse the write (counted as failed); the caller then puts memory back.
-    JournalRows admit(const WriteContext& who, ChangeSet& changes, const lyd_node* result, bool persisted) {
+    /// will get: `sequence` is then locked, and stays so until submit() (rule 2). Throws to
+    /// refuse the write (counted as failed); the caller then puts memory back.
+    JournalRows admit(const WriteContext& who, ChangeSet& changes, const lyd_node* result, bool persisted,
+                      std::unique_lock<std::mutex>& sequence) {
         try {
             if (who.policy) {
                 who.policy->checkWrite(changes, result);
             }
             JournalRows rows;
             if (persisted && !changes.changes.empty()) {
+                if (!sequence.owns_lock()) {
+                    sequence.lock();
+                }
                 changes.commitId = appliedSeq_ + 1; // what submit() will give it
                 for (const auto& [name, hook] : journals_) {
                     JournalWrite w = hook(changes);
@@ -215,12 +221,17 @@ public:
         }
     }
 
-    /// Hands a write to the writer, under the exclusive lock: its commit id is the next number,
-    /// so that commit ids follow the order of the writes in memory and in the queue.
-    detail::Writer::Ticket submit(detail::Writer::Slot slot, RecordSet records,
+    /// Hands a write to the writer under the sequence lock (locked here unless admit() did, and
+    /// released): its commit id, `commitId`, is the next number, so that commit ids follow the
+    /// order of the writes in memory and in the queue (rule 2).
+    detail::Writer::Ticket submit(std::unique_lock<std::mutex>& sequence, std::uint64_t& commitId,
+                                  detail::Writer::Slot slot, RecordSet records,
                                   std::shared_ptr<ChangeSet> changes, JournalRows journal,
                                   detail::Writer::Waiter waiter = detail::Writer::Waiter::Caller) {
-        records.commitId = ++appliedSeq_;
+        if (!sequence.owns_lock()) {
+            sequence.lock();
+        }
+        records.commitId = commitId = ++appliedSeq_;
         if (changes) {
             changes->commitId = records.commitId;
         }
@@ -231,7 +242,9 @@ public:
         }
         records.journal = std::move(journal.rows);
         records.trims = std::move(journal.trims);
-        return writer_->submit(std::move(slot), std::move(records), std::move(changes), waiter);
+        auto ticket = writer_->submit(std::move(slot), std::move(records), std::move(changes), waiter);
+        sequence.unlock();
+        return ticket;
     }
 
     WriteTiming edit(const WriteContext& who, Datastore ds, const lyd_node* editTree,
@@ -326,11 +339,13 @@ public:
             timing.validateUs = usSince(t0);
 
             JournalRows journal;
+            std::unique_lock sequence(sequence_, std::defer_lock);
             if (builder) {
                 changes->changes = builder->take();
                 try {
                     journal = admit(who, *changes, target.get(),
-                                    ds != Datastore::Candidate && options.testOption != TestOption::TestOnly);
+                                    ds != Datastore::Candidate && options.testOption != TestOption::TestOnly,
+                                    sequence);
                 } catch (...) {
                     undoAll();
                     throw;
@@ -350,11 +365,11 @@ public:
                 timing.serializeUs = usSince(t0);
                 // A combined write's turn to commit is the writer thread's: the combiner is busy
                 // with the writes behind it, the others are asleep.
-                durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal),
+                durable = submit(sequence, timing.commitId, std::move(slot), std::move(records),
+                                 std::move(changes), std::move(journal),
                                  alone ? detail::Writer::Waiter::Caller : detail::Writer::Waiter::None);
-                timing.commitId = appliedSeq_;
                 if (ds == Datastore::Running) {
-                    runningWrittenAt_ = appliedSeq_;
+                    runningWrittenAt_ = timing.commitId;
                 }
             }
         };
@@ -392,12 +407,13 @@ public:
             checkWritable(who, ds);
             std::shared_ptr<ChangeSet> changes;
             JournalRows journal;
+            std::unique_lock sequence(sequence_, std::defer_lock);
             if (wantsChanges(who, ds)) {
                 t0 = Clock::now();
                 changes = newChangeSet(who, ds, origin);
                 detail::diffForests(view(ds), content.get(), changes->changes);
                 timing.serializeUs += usSince(t0);
-                journal = admit(who, *changes, content.get(), ds != Datastore::Candidate);
+                journal = admit(who, *changes, content.get(), ds != Datastore::Candidate, sequence);
             }
             if (ds == Datastore::Candidate) {
                 old = std::move(candidate_.tree());
@@ -413,10 +429,10 @@ public:
             timing.serializeUs += usSince(t0);
             old = std::move(trees_[index(ds)]);
             trees_[index(ds)] = std::move(content);
-            durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
-            timing.commitId = appliedSeq_;
+            durable = submit(sequence, timing.commitId, std::move(slot), std::move(records),
+                             std::move(changes), std::move(journal));
             if (ds == Datastore::Running) {
-                runningWrittenAt_ = appliedSeq_;
+                runningWrittenAt_ = timing.commitId;
             }
         }
         old.reset();
@@ -455,6 +471,7 @@ public:
             }
             std::shared_ptr<ChangeSet> changes;
             JournalRows journal;
+            std::unique_lock sequence(sequence_, std::defer_lock);
             if (wantsChanges(who, Datastore::Running)) {
                 auto t0 = Clock::now();
                 changes = newChangeSet(who, Datastore::Running, Origin::Commit);
@@ -465,7 +482,7 @@ public:
                 }
                 timing.serializeUs += usSince(t0);
                 try {
-                    journal = admit(who, *changes, candidate.get(), true);
+                    journal = admit(who, *changes, candidate.get(), true, sequence);
                 } catch (...) {
                     detail::UndoLog nothing;
                     detail::rollback(candidate, validationDiff.get(), nothing);
@@ -481,9 +498,9 @@ public:
             oldRunning = std::move(trees_[index(Datastore::Running)]);
             trees_[index(Datastore::Running)] = candidate_.reset();
             ++runningGeneration_;
-            durable = submit(std::move(slot), std::move(records), std::move(changes), std::move(journal));
-            timing.commitId = appliedSeq_;
-            runningWrittenAt_ = appliedSeq_;
+            durable = submit(sequence, timing.commitId, std::move(slot), std::move(records),
+                             std::move(changes), std::move(journal));
+            runningWrittenAt_ = timing.commitId;
         }
         oldRunning.reset();
         const auto t0 = Clock::now();
@@ -556,8 +573,10 @@ public:
     }
 
     std::uint64_t addListener(ChangeListener& listener) {
-        // Under the exclusive lock: every write after this one builds its change set.
+        // Under the exclusive lock: every write after this one builds its change set; under the
+        // sequence lock: every journal row after this one is published to it.
         std::unique_lock lock(mutex_);
+        const std::lock_guard sequence(sequence_);
         publisher_.add(&listener, appliedSeq_);
         return appliedSeq_;
     }
@@ -576,19 +595,22 @@ public:
     }
 
     /// The row's commit id, and the ticket of its transaction: appendJournal() does not wait
-    /// for it (a failed transaction loses the row, rule 7), appendJournalDurable() does.
+    /// for it (a failed transaction loses the row, rule 7), appendJournalDurable() does. Under
+    /// the sequence lock alone, not the tree lock (rule 2): a session's start record waits for no
+    /// reader, and queues no writer that later readers would wait behind.
     std::pair<std::uint64_t, detail::Writer::Ticket> queueJournal(const std::string& name, std::string row,
                                                                   detail::Writer::Waiter waiter) {
         detail::Writer::Slot slot = writer_->reserve(); // back-pressure, before the lock (rule 8)
-        std::unique_lock lock(mutex_);
-        writer_->checkInService();
         auto changes = std::make_shared<ChangeSet>();
         changes->origin = Origin::Event;
         JournalRows rows;
         rows.rows.emplace_back(name, std::move(row));
-        auto durable = submit(std::move(slot), RecordSet{Datastore::Running, {}}, std::move(changes),
-                              std::move(rows), waiter);
-        return {appliedSeq_, std::move(durable)};
+        std::unique_lock sequence(sequence_);
+        writer_->checkInService();
+        std::uint64_t commitId = 0;
+        auto durable = submit(sequence, commitId, std::move(slot), RecordSet{Datastore::Running, {}},
+                              std::move(changes), std::move(rows), waiter);
+        return {commitId, std::move(durable)};
     }
 
     void trimJournal(const std::string& name, std::uint64_t through) {
@@ -619,8 +641,8 @@ public:
     // Caches what it planned per schema node: used under the exclusive lock only.
     detail::ValidationPlanner planner_{ctx_, &leafrefs_};
 
-    // The tree lock (rules 1, 2); everything down to appliedSeq_ is guarded by it: read under
-    // the shared lock, changed under the exclusive lock.
+    // The tree lock (rules 1, 2); everything down to runningWrittenAt_ is guarded by it: read
+    // under the shared lock, changed under the exclusive lock.
     mutable detail::FairSharedMutex mutex_;
     detail::Combiner writes_{mutex_}; ///< runs edit()'s critical sections under mutex_
     Tree trees_[2];                   // running, startup
@@ -628,8 +650,14 @@ public:
     std::vector<std::pair<std::string, JournalHook>> journals_;
     detail::LockTable locks_;
     std::uint64_t runningGeneration_ = 0; // counts running's writes: candidate_'s incremental commit
-    std::uint64_t appliedSeq_ = 0;        // the commit id of the last write applied in memory
-    std::uint64_t runningWrittenAt_ = 0;  // ... and of the last write of running (unchangedSince)
+    std::uint64_t runningWrittenAt_ = 0;  // the commit id of the last write of running (unchangedSince)
+
+    // The sequence lock (rules 1, 2): commit ids and the order writes enter the writer's queue.
+    // A write holds it, under the exclusive tree lock, from asking the journals to queuing; a
+    // journal row of its own (appendJournal) alone. appliedSeq_ changes under it; readers read it
+    // under the tree lock (a journal row may be counted: it changes no tree).
+    std::mutex sequence_;
+    std::atomic<std::uint64_t> appliedSeq_{0}; // the commit id of the last write applied in memory
 
     std::atomic<std::uint64_t> failed_{0};
     // revokeReadLease(): when (steady clock) the read lease was last revoked.

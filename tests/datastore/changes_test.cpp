@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -693,6 +694,41 @@ TEST_F(ChangesTest, AppendedEventsAndHookRowsReachListenersInCommitOrder) {
     }
     EXPECT_EQ(rows, (std::vector<std::pair<std::uint64_t, std::string>>{
                         {1, "started"}, {2, "alice"}, {3, "ended"}}));
+}
+
+TEST_F(ChangesTest, AnAppendedEventWaitsForNoReaderAndQueuesNoReaderBehindIt) {
+    // A session's start record used to take the exclusive tree lock: behind a long read it
+    // waited, and the fair lock then held every later reader behind it (issue 39).
+    auto s = open();
+    s->addJournal("log", [](const ChangeSet&) { return std::vector<std::string>{}; });
+    std::promise<void> inside, appended, laterRead;
+    auto appendedDone = appended.get_future();
+    auto laterReadDone = laterRead.get_future();
+    bool appendedWhileReading = false;
+    bool laterReadWhileReading = false;
+    std::thread longRead([&] {
+        s->read(Datastore::Running, [&](const lyd_node*) {
+            inside.set_value();
+            appendedWhileReading =
+                appendedDone.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+            laterReadWhileReading =
+                laterReadDone.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+        });
+    });
+    inside.get_future().wait();
+    std::uint64_t id = 0;
+    std::thread append([&] {
+        id = s->appendJournal("log", "started");
+        appended.set_value();
+        s->read(Datastore::Running, [](const lyd_node*) {});
+        laterRead.set_value();
+    });
+    longRead.join();
+    append.join();
+    EXPECT_TRUE(appendedWhileReading) << "the append waited for the reader";
+    EXPECT_TRUE(laterReadWhileReading) << "a reader after the append waited for the first";
+    EXPECT_EQ(journal(*s, "log").size(), 1u);
+    EXPECT_EQ(journal(*s, "log").back().commitId, id);
 }
 
 TEST_F(ChangesTest, CommitIdsGoOnAfterAReopenWhateverTheJournalsHoldOrLost) {

@@ -4,14 +4,17 @@
 // The rules, numbered so that code and reviews can cite them ("rule 3"):
 //
 //  1. Locks, always taken in this order: the store's tree lock (phase-fair shared/exclusive),
-//     then the writer's queue lock, then the publisher's. A slot in the writer's queue (rule 8)
-//     is taken before the tree lock, never under it. No callback (a read function, a listener,
-//     a journal hook, an access policy) may call the Store.
-//  2. The tree lock guards the trees, the candidate, the datastore locks and the order of the
-//     writes. A write checks the datastore locks (RFC 6241, kept here so that the check and the
-//     write are one critical section), applies and validates the change, builds its change sets,
-//     asks the access policy and the journals, takes the next commit id and is queued, all in ONE
-//     exclusive critical section. Reads hold it shared, many at once, and never touch SQLite.
+//     then the sequence lock, then the writer's queue lock, then the publisher's. A slot in the
+//     writer's queue (rule 8) is taken before the tree lock, never under it. No callback (a read
+//     function, a listener, a journal hook, an access policy) may call the Store.
+//  2. The tree lock guards the trees, the candidate and the datastore locks; the sequence lock
+//     the commit ids and the order of the writes. A write checks the datastore locks (RFC 6241,
+//     kept here so that the check and the write are one critical section), applies and validates
+//     the change, builds its change sets, asks the access policy and the journals, takes the next
+//     commit id and is queued, all in ONE exclusive critical section (holding the sequence lock
+//     from asking the journals to queuing). Reads hold the tree lock shared, many at once, and
+//     never touch SQLite. A journal row of its own (appendJournal: an event such as a session's start)
+//     takes only the sequence lock: it never waits for a reader.
 //  3. Visible: a write is visible in memory once its critical section ends, before it is durable
 //     (so that many sessions' writes share one fsync). But a read only returns durable state:
 //     read() and snapshot() wait, after releasing the lock, until every write they saw is
