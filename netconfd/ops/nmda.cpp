@@ -16,7 +16,6 @@
 
 #include "edit.hpp"
 #include "readpath.hpp"
-#include "readview.hpp"
 #include "rpcargs.hpp"
 #include "sessionaccess.hpp"
 
@@ -287,30 +286,21 @@ Reply NmdaOps::getData(Request& r) {
     // Defaults in use are part of operational (RFC 8342 5.3, origin default): all are shown.
     const std::uint32_t wd = datastore.operational ? LYD_PRINT_WD_ALL : withDefaultsFlag(rpc);
     const bool copy = configFilter || depthLimited || withOrigin || !origins.empty() || !negated.empty();
-    // What is selected of `tree` (any sibling; nullptr: nothing), as a forest of copies.
+    const StopRequested stop = [&s = r.session] { return s.abandoned(); };
+    // What is selected of `tree` (any sibling; nullptr: nothing), as a forest of copies; in two
+    // steps when `tree` is the store's (ReadPath::prepareSelection: an XPath filter is evaluated
+    // once the store's lock is released).
     auto selected = [&](const lyd_node* tree) -> Tree {
-        if (!tree) {
-            return nullptr;
-        }
-        if (filterHolder) {
-            return filter::apply(tree, filterHolder.get());
-        }
-        lyd_node* dup = nullptr;
-        if (lyd_dup_siblings(lyd_first_sibling(tree), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
-                             &dup) != LY_SUCCESS) {
-            throw YangError("copying the datastore for get-data", svc_.ctx);
-        }
-        return Tree{dup};
+        return svc_.reads.finish(svc_.reads.prepareSelection(tree, filterHolder.get()), stop);
     };
-    // `node` alone (a top-level node), as a forest of its own, selected.
-    auto selectedAlone = [&](const lyd_node* node) -> Tree {
+    // A copy of `node` alone (a top-level node), as a forest of its own.
+    auto alone = [&](const lyd_node* node) -> Tree {
         lyd_node* dup = nullptr;
         if (node &&
             lyd_dup_single(node, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &dup) != LY_SUCCESS) {
             throw YangError("copying " + pathOf(node) + " for get-data", svc_.ctx);
         }
-        const Tree alone{dup};
-        return selected(alone.get());
+        return Tree{dup};
     };
     // `forest` (copies) as the reply shows it: NACM, config-filter, origins, max-depth, printed.
     auto finish = [&](Tree forest) -> std::string {
@@ -383,35 +373,42 @@ Reply NmdaOps::getData(Request& r) {
     std::string xml;
     if (!copy) {
         xml = svc_.reads.readXml(r.access, datastore.store, datastore.operational, filterHolder.get(), wd,
-                                 [&s = r.session] { return s.abandoned(); });
+                                 stop);
     } else if (datastore.operational && withOrigin && !configFilter && !depthLimited && origins.empty() &&
                negated.empty()) {
         // Only with-origin: every top-level node has one origin, so the data is printed straight
         // from the trees as get-config prints it and each top-level element gets its annotation.
         // Only /nacm holds both (the configuration and its counters): it takes the copy path.
-        Tree nacm;
+        Tree nacmConfig;
+        ReadPath::Prepared config;
         svc_.store.read(ds::Datastore::Running, [&](const lyd_node* tree) {
-            const lyd_node* config = nacmTop(tree);
-            std::string part = readableXml(tree, filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, config);
-            annotateTopLevel(part, "intended");
-            xml += part;
-            nacm = selectedAlone(config);
+            const lyd_node* top = nacmTop(tree);
+            config = svc_.reads.prepare(tree, filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, top);
+            nacmConfig = alone(top);
         });
+        std::string part = svc_.reads.finish(std::move(config), stop);
+        annotateTopLevel(part, "intended");
+        xml += part;
+        Tree nacm = selected(nacmConfig.get());
         const Tree state = svc_.reads.state(filterHolder.get());
         const lyd_node* counters = nacmTop(state.get());
-        std::string part =
-            readableXml(state.get(), filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, counters);
+        part = svc_.reads.finish(
+            svc_.reads.prepare(state.get(), filterHolder.get(), LYD_PRINT_WD_IMPL_TAG, r.access, counters),
+            stop);
         annotateTopLevel(part, "system");
         xml += part;
         if (counters) {
-            svc_.reads.merge(nacm, selectedAlone(counters), "the NACM counters");
+            svc_.reads.merge(nacm, selected(alone(counters).get()), "the NACM counters");
         }
         xml += finish(std::move(nacm));
     } else {
         // Configuration, then state data merged into it (the NACM configuration and its counters
         // become one /nacm).
-        Tree forest;
-        svc_.store.read(datastore.store, [&](const lyd_node* tree) { forest = selected(tree); });
+        ReadPath::PreparedSelection config;
+        svc_.store.read(datastore.store, [&](const lyd_node* tree) {
+            config = svc_.reads.prepareSelection(tree, filterHolder.get());
+        });
+        Tree forest = svc_.reads.finish(std::move(config), stop);
         if (datastore.operational) {
             svc_.reads.merge(forest, selected(svc_.reads.state(filterHolder.get()).get()),
                              "state data into the operational datastore");

@@ -190,7 +190,7 @@ Reply Subscriptions::establishSubscription(Request& r) {
     try {
         if (d->syncUpdate) {
             d->syncedThrough = svc_.reads.readConfigXml(r.access, d->datastore, d->selection.filterNode(), 0,
-                                                        *d->syncUpdate);
+                                                        *d->syncUpdate, [&s] { return s.abandoned(); });
         }
     } catch (...) {
         svc_.notifications.bus().unsubscribe(d->live.get());
@@ -465,7 +465,8 @@ bool Subscriptions::deliverDynamic(Session& s) {
                 }
             } else if (now >= d.nextPeriodic) {
                 std::string contents;
-                svc_.reads.readConfigXml(limited, d.datastore, d.selection.filterNode(), 0, contents);
+                svc_.reads.readConfigXml(limited, d.datastore, d.selection.filterNode(), 0, contents,
+                                         [&s] { return s.abandoned(); });
                 box.add(now, push::pushUpdate(d.id, contents));
                 while (d.nextPeriodic <= now) {
                     d.nextPeriodic += d.period;

@@ -92,21 +92,74 @@ void ReadPath::merge(Tree& forest, Tree part, const char* what) const {
     }
 }
 
+ReadPath::Prepared ReadPath::prepare(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
+                                     const nacm::Access* access, const lyd_node* skip) const {
+    Prepared p;
+    p.job = xpath_ ? readableXPathJob(forest, filterNode, wd, access, skip) : std::nullopt;
+    if (!p.job) {
+        p.xml = readableXml(forest, filterNode, wd, access, skip);
+    }
+    return p;
+}
+
+std::string ReadPath::finish(Prepared prepared, const StopRequested& stop) const {
+    return prepared.job ? xpath_->evaluate(*prepared.job, stop) : std::move(prepared.xml);
+}
+
+ReadPath::PreparedSelection ReadPath::prepareSelection(const lyd_node* forest,
+                                                       const lyd_node* filterNode) const {
+    PreparedSelection p;
+    if (!forest) {
+        return p;
+    }
+    if (!filterNode) {
+        lyd_node* dup = nullptr;
+        if (lyd_dup_siblings(lyd_first_sibling(forest), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS,
+                             &dup) != LY_SUCCESS) {
+            throw YangError("copying data for a read", ctx_);
+        }
+        p.copy.reset(dup);
+        return p;
+    }
+    if (xpath_) {
+        if (auto expr = filter::xpathSelect(filterNode)) {
+            XPathJob job;
+            job.expr = std::move(*expr);
+            job.tree = true;
+            job.lyb = print(forest, LYD_LYB, LYD_PRINT_WITHSIBLINGS);
+            p.job = std::move(job);
+            return p;
+        }
+    }
+    p.copy = filter::apply(forest, filterNode);
+    return p;
+}
+
+Tree ReadPath::finish(PreparedSelection prepared, const StopRequested& stop) const {
+    if (!prepared.job) {
+        return std::move(prepared.copy);
+    }
+    const std::string lyb = xpath_->evaluate(*prepared.job, stop);
+    return lyb.empty() ? Tree{} : parseData(ctx_, lyb, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+}
+
 std::uint64_t ReadPath::readConfigXml(const nacm::Access* access, ds::Datastore source,
-                                      const lyd_node* filterNode, std::uint32_t wd, std::string& out) const {
-    return store_.read(source,
-                       [&](const lyd_node* tree) { out = readableXml(tree, filterNode, wd, access); });
+                                      const lyd_node* filterNode, std::uint32_t wd, std::string& out,
+                                      const StopRequested& stop) const {
+    Prepared prepared;
+    const std::uint64_t seen =
+        store_.read(source, [&](const lyd_node* tree) { prepared = prepare(tree, filterNode, wd, access); });
+    out = finish(std::move(prepared), stop);
+    return seen;
 }
 
 std::string ReadPath::readXml(const nacm::Access* access, ds::Datastore source, bool withState,
                               const lyd_node* filterNode, std::uint32_t wd, const StopRequested& stop) const {
-    std::string xml;
-    std::optional<XPathJob> job; // an XPath filter: evaluated once the store's lock is released
-    Tree nacmConfig;             // <get>: running's /nacm goes out with its counters, in one element
+    Prepared config;
+    Tree nacmConfig; // <get>: running's /nacm goes out with its counters, in one element
     store_.read(source, [&](const lyd_node* tree) {
         const lyd_node* nacm = withState ? nacmTop(tree) : nullptr;
-        job = xpath_ ? readableXPathJob(tree, filterNode, wd, access, nacm) : std::nullopt;
-        xml = job ? std::string() : readableXml(tree, filterNode, wd, access, nacm);
+        config = prepare(tree, filterNode, wd, access, nacm);
         nacmConfig.reset();
         if (nacm) {
             lyd_node* copy = nullptr;
@@ -116,17 +169,11 @@ std::string ReadPath::readXml(const nacm::Access* access, ds::Datastore source, 
             nacmConfig.reset(copy);
         }
     });
-    if (job) {
-        xml = xpath_->evaluate(*job, stop);
-    }
+    std::string xml = finish(std::move(config), stop);
     if (withState) {
         Tree data = state(filterNode);
         merge(data, std::move(nacmConfig), "the NACM configuration and counters");
-        if (job) {
-            xml += xpath_->evaluate(*readableXPathJob(data.get(), filterNode, wd, access), stop);
-        } else {
-            xml += readableXml(data.get(), filterNode, wd, access);
-        }
+        xml += finish(prepare(data.get(), filterNode, wd, access), stop);
     }
     return xml;
 }

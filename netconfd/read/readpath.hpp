@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -59,7 +60,28 @@ public:
     /// The configuration of `source` alone as `readXml` shows it (YANG-Push's updates), into
     /// `out`; returns the commit the read saw (ds::Store::read).
     std::uint64_t readConfigXml(const nacm::Access* access, ds::Datastore source, const lyd_node* filterNode,
-                                std::uint32_t wd, std::string& out) const;
+                                std::uint32_t wd, std::string& out, const StopRequested& stop = {}) const;
+
+    /// A read in two steps, for callers that read the store themselves: prepare() under its lock
+    /// (readableXml() of readview.hpp, or for an XPath filter the worker's job: the readable
+    /// forest as LYB), finish() once the lock is released (the XPath evaluated within the budget,
+    /// until `stop`).
+    struct Prepared {
+        std::string xml;
+        std::optional<XPathJob> job;
+    };
+    Prepared prepare(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
+                     const nacm::Access* access, const lyd_node* skip = nullptr) const;
+    std::string finish(Prepared prepared, const StopRequested& stop) const;
+
+    /// The same for a selection of copies that the caller goes on to change (get-data's
+    /// max-depth, origins, NACM pruning): filter::apply(), or with no filter a copy of all.
+    struct PreparedSelection {
+        Tree copy;
+        std::optional<XPathJob> job;
+    };
+    PreparedSelection prepareSelection(const lyd_node* forest, const lyd_node* filterNode) const;
+    Tree finish(PreparedSelection prepared, const StopRequested& stop) const;
 
     /// Merges `part` into `forest` (both forests of top-level nodes; `part` is spent): nodes of
     /// both, such as /nacm's configuration and its counters, become one. `what` names the

@@ -31,7 +31,8 @@ constexpr auto kStartLimit = std::chrono::seconds(120);
 
 // Messages: a length (8 bytes, this machine's order: both ends are one program) and the bytes.
 // The server's first message is the ModelOptions, the worker's first "r" once its context is
-// built. A job: wd, expr, leaveOut, lyb; its answer: a status byte and the XML or the message.
+// built. A job: wd, tree, expr, leaveOut, lyb; its answer: a status byte and the XML (LYB for a
+// tree job) or the message.
 constexpr char kOk = 'o';
 constexpr char kFilterError = 'e';
 constexpr char kFailed = 'f';
@@ -239,10 +240,15 @@ std::string answer(const ly_ctx* ctx, const std::string& request) {
     try {
         Decoder d(request);
         const std::uint32_t wd = d.u32();
+        const bool tree = d.u32() != 0;
         const std::string expr = d.str();
         const std::string leaveOut = d.str();
         const std::string lyb = d.rest();
         const Tree data = parseData(ctx, lyb, LYD_LYB, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0);
+        if (tree) {
+            const Tree selected = filter::xpath(data.get(), expr);
+            return kOk + (selected ? print(selected.get(), LYD_LYB, LYD_PRINT_WITHSIBLINGS) : std::string());
+        }
         const lysc_node* left = nullptr;
         if (!leaveOut.empty()) {
             left = lys_find_path(ctx, nullptr, ("/" + leaveOut).c_str(), 0);
@@ -419,6 +425,7 @@ std::string XPathEvaluator::evaluate(const XPathJob& job, const StopRequested& s
     std::unique_ptr<Worker> w = acquire(stop);
     Encoder e;
     e.u32(job.wd);
+    e.u32(job.tree ? 1 : 0);
     e.str(job.expr);
     e.str(job.leaveOut);
     std::string request = e.take();

@@ -53,6 +53,9 @@ struct XPathJob {
     /// A top-level node ("module:name") the filter may look at but the reply leaves out (shown
     /// elsewhere in it: <get>'s /nacm with its counters); "" for none.
     std::string leaveOut;
+    /// The answer is the selection as LYB (filter::xpath()'s forest of copies; "" for nothing)
+    /// instead of XML; `wd` and `leaveOut` are not used.
+    bool tree = false;
 };
 
 class XPathEvaluator {

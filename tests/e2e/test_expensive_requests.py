@@ -15,6 +15,7 @@ import time
 
 import pytest
 from ncclient.operations.rpc import RPCError
+from ncclient.xml_ import to_ele
 
 import ncserver
 from ncserver import IF, config, iface
@@ -165,6 +166,54 @@ def test_an_expensive_filter_gets_resource_denied_at_its_budget_while_others_are
     reply = xpath_get(attempt.session, "/if:interfaces/if:interface[if:name='e0007']/if:name")
     assert reply.data_ele.xpath("//if:name/text()", namespaces={"if": IF}) == ["e0007"]
     attempt.session.close_session()
+
+
+NMDA = "urn:ietf:params:xml:ns:yang:ietf-netconf-nmda"
+DS = "urn:ietf:params:xml:ns:yang:ietf-datastores"
+SN = "urn:ietf:params:xml:ns:yang:ietf-subscribed-notifications"
+YP = "urn:ietf:params:xml:ns:yang:ietf-yang-push"
+
+
+def get_data(m, datastore, body):
+    return m.dispatch(to_ele('<get-data xmlns="%s" xmlns:ds="%s"><datastore>ds:%s</datastore>%s</get-data>'
+                             % (NMDA, DS, datastore, body)))
+
+
+def xpath_filter(expr):
+    return '<xpath-filter xmlns:if="%s">%s</xpath-filter>' % (IF, expr)
+
+
+@pytest.mark.parametrize("datastore,options", [
+    ("running", ""),                                  # printed from the store
+    ("running", "<max-depth>3</max-depth>"),          # a selection of copies
+    ("operational", "<with-origin/>"),                # printed, annotated, /nacm copied
+    ("operational", "<config-filter>true</config-filter>"),
+], ids=["get-data", "max-depth", "with-origin", "config-filter"])
+def test_get_data_is_stopped_at_the_budget_on_every_path(budgeted, datastore, options):
+    m = budgeted.connect()
+    started = time.monotonic()
+    with pytest.raises(RPCError) as denied:
+        get_data(m, datastore, xpath_filter(NESTED) + options)
+    assert denied.value.tag == "resource-denied"
+    assert time.monotonic() - started <= BUDGET_MS / 1000.0 + 1.0
+    # The same path with a cheap filter still answers what it selects.
+    reply = get_data(m, datastore, xpath_filter("/if:interfaces/if:interface[if:name='e0003']") + options)
+    assert "<name>e0003</name>" in reply.xml and "e0004" not in reply.xml
+    m.close_session()
+
+
+def test_a_yang_push_read_is_stopped_at_the_budget(budgeted):
+    m = budgeted.connect()
+    started = time.monotonic()
+    with pytest.raises(RPCError) as denied:
+        m.dispatch(to_ele('<establish-subscription xmlns="%s" xmlns:yp="%s" xmlns:ds="%s">'
+                          "<yp:datastore>ds:running</yp:datastore>"
+                          '<yp:datastore-xpath-filter xmlns:if="%s">%s</yp:datastore-xpath-filter>'
+                          "<yp:on-change/></establish-subscription>" % (SN, YP, DS, IF, NESTED)))
+    assert denied.value.tag == "resource-denied"
+    assert time.monotonic() - started <= BUDGET_MS / 1000.0 + 1.0
+    assert wait_idle(budgeted.proc.pid, 1.0)
+    m.close_session()
 
 
 def test_a_larger_budget_lets_a_legitimately_large_request_through(budgeted, patient):
