@@ -964,6 +964,55 @@ std::string applyXml(const lyd_node* data, const lyd_node* filterNode, uint32_t 
     return applySubtreeXmlWithout(data, filterNode, printOptions, {});
 }
 
+bool boundedXPath(const std::string& expr) {
+    if (expr.size() > 512) {
+        return false;
+    }
+    int predicates = 0; // nesting depth of [...]
+    int descendants = 0;
+    for (std::size_t i = 0; i < expr.size(); ++i) {
+        const char c = expr[i];
+        const char next = i + 1 < expr.size() ? expr[i + 1] : '\0';
+        switch (c) {
+        case '\'':
+        case '"':
+            i = expr.find(c, i + 1);
+            if (i == std::string::npos) {
+                return false;
+            }
+            break;
+        case '[':
+            ++predicates;
+            break;
+        case ']':
+            if (--predicates < 0) {
+                return false;
+            }
+            break;
+        case '.':
+        case ':':
+            if (next == c) {
+                return false; // ".." climbs, "::" names an axis
+            }
+            break;
+        case '/':
+            if (predicates > 0 || (next == '/' && ++descendants > 1)) {
+                return false;
+            }
+            break;
+        case '(':
+        case '$':
+            if (predicates > 0 || c == '$') {
+                return false;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return predicates == 0;
+}
+
 std::string xpathXml(const lyd_node* data, const std::string& expr, uint32_t printOptions,
                      const lysc_node* leaveOut) {
     Selection s = selectXPath(data, expr);

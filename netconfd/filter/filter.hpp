@@ -99,6 +99,14 @@ Tree subtreeOfXml(const lyd_node* data, const ly_ctx* ctx, const std::string& xm
 /// expression.
 Tree xpath(const lyd_node* data, const std::string& expr);
 
+/// Whether evaluating `expr` costs at most about its length times the size of the data, by its
+/// text alone (conservative: false when unsure): at most 512 characters, at most one `//`, no
+/// `..`, no axis (`::`), no variable, and no location path or function call inside a predicate.
+/// The paths clients send most (`/m:a/b[key='v']/c`, unions of them) pass; a filter that
+/// nests paths or climbs back up does not, and the server evaluates it in a worker, within a
+/// budget (netconfd/read/xpathworker.hpp).
+bool boundedXPath(const std::string& expr);
+
 /// xpath(), printed as applyXml() prints it, without the selected top-level node of schema
 /// `leaveOut` (nullptr: none) and what it holds: the filter may look at it, the output leaves it
 /// out. What the XPath worker (netconfd/read/xpathworker.hpp) answers.

@@ -122,7 +122,7 @@ ReadPath::PreparedSelection ReadPath::prepareSelection(const lyd_node* forest,
         return p;
     }
     if (xpath_) {
-        if (auto expr = filter::xpathSelect(filterNode)) {
+        if (auto expr = filter::xpathSelect(filterNode); expr && !filter::boundedXPath(*expr)) {
             XPathJob job;
             job.expr = std::move(*expr);
             job.tree = true;

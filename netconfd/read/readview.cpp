@@ -41,8 +41,8 @@ std::optional<XPathJob> readableXPathJob(const lyd_node* forest, const lyd_node*
         return std::nullopt;
     }
     std::optional<std::string> expr = filter::xpathSelect(filterNode);
-    if (!expr) {
-        return std::nullopt;
+    if (!expr || filter::boundedXPath(*expr)) {
+        return std::nullopt; // a subtree filter, or an XPath as cheap as one
     }
     XPathJob job;
     job.expr = std::move(*expr);

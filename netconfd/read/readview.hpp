@@ -35,7 +35,8 @@ std::string readableXml(const lyd_node* forest, const lyd_node* filterNode, std:
 /// worker (xpathworker.hpp), whose answer is then what readableXml() returns: the forest the user
 /// may read (the whole forest, or NACM's readable copy of it) printed as LYB, and `skip` to leave
 /// out. The forest is only read here: the caller may release its lock before evaluating.
-/// nullopt when `filterNode` is not an XPath filter.
+/// nullopt when `filterNode` is not an XPath filter, or one that filter::boundedXPath() finds
+/// as cheap as a subtree filter (readableXml() then costs no more than a subtree filter's read).
 std::optional<XPathJob> readableXPathJob(const lyd_node* forest, const lyd_node* filterNode, std::uint32_t wd,
                                          const nacm::Access* access, const lyd_node* skip = nullptr);
 

@@ -66,8 +66,8 @@ def busy(pid, window=1.0):
     return (cpu_seconds(pid) - before) / window
 
 
-def xpath_get(m, expr):
-    return m.get_config(source="running", filter=("xpath", ({"if": IF}, expr)))
+def xpath_get(m, expr, wd=None):
+    return m.get_config(source="running", filter=("xpath", ({"if": IF}, expr)), with_defaults=wd)
 
 
 class Attempt(threading.Thread):
@@ -213,6 +213,19 @@ def test_a_yang_push_read_is_stopped_at_the_budget(budgeted):
     assert denied.value.tag == "resource-denied"
     assert time.monotonic() - started <= BUDGET_MS / 1000.0 + 1.0
     assert wait_idle(budgeted.proc.pid, 1.0)
+    m.close_session()
+
+
+@pytest.mark.parametrize("wd", ["explicit", "trim", "report-all", "report-all-tagged"])
+def test_a_filter_the_worker_evaluates_answers_as_the_server_would(budgeted, wd):
+    """count() in a predicate sends a filter to the worker; the same entry through a subtree
+    filter, which the server evaluates itself, reads the same."""
+    m = budgeted.connect()
+    worker = xpath_get(m, "/if:interfaces/if:interface[count(if:name) = 1][if:name='e0005']", wd=wd)
+    subtree = m.get_config(source="running", with_defaults=wd, filter=(
+        "subtree", '<interfaces xmlns="%s"><interface><name>e0005</name></interface></interfaces>' % IF))
+    assert "<name>e0005</name>" in worker.data_xml
+    assert worker.data_xml == subtree.data_xml
     m.close_session()
 
 

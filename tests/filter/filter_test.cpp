@@ -600,3 +600,23 @@ TEST_F(FilterTest, TopLevelScopeNamesTheTopLevelNodesAFilterCanReach) {
     // An XPath that is not a plain path may reach anything.
     EXPECT_FALSE(scope("<filter xmlns:if=\"" + ifNs + "\" type=\"xpath\" select=\"//if:interface\"/>"));
 }
+
+TEST(BoundedXPathTest, ThePathsClientsSendAreBoundedAndNestedOrClimbingOnesAreNot) {
+    // As cheap as a subtree filter: evaluated in the server.
+    for (const char* expr :
+         {"/ietf-interfaces:interfaces", "/if:interfaces/if:interface[if:name='eth0']/if:mtu",
+          "/interfaces/interface[name=\"a/b[c]\"][enabled='true']", "//if:interface[1]", "/a:x | /b:y",
+          "count(/if:interfaces/if:interface)", "/if:interfaces/*"}) {
+        EXPECT_TRUE(filter::boundedXPath(expr)) << expr;
+    }
+    // Costs that grow with the data's size to a power, or cannot be told from the text: the
+    // worker, within a budget.
+    for (const char* expr :
+         {"/if:interfaces/if:interface[count(/if:interfaces/if:interface) > 0]", "//*[count(//*) > 0]",
+          "//a//b", "/if:interfaces/if:interface[../if:interface/if:name='x']",
+          "/if:interfaces/if:interface[if:name = current()/if:name]", "/a:x/descendant::*", "/a:x[$v]",
+          "/a:x[name='unterminated]", "/a:x[b", "/a:x]"}) {
+        EXPECT_FALSE(filter::boundedXPath(expr)) << expr;
+    }
+    EXPECT_FALSE(filter::boundedXPath("/a:x" + std::string(600, ' ')));
+}
