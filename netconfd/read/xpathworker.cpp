@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ constexpr auto kSlice = std::chrono::milliseconds(20);
 // A worker loads its context in tens of ms (about a second for the Open ROADM 2.2.1 set; ten
 // times that under a sanitizer): past this it is taken for broken.
 constexpr auto kStartLimit = std::chrono::seconds(120);
+constexpr int kWorkerNice = 10;
 
 // Messages: a length (8 bytes, this machine's order: both ends are one program) and the bytes.
 // The server's first message is the ModelOptions, the worker's first "r" once its context is
@@ -473,6 +475,11 @@ std::string XPathEvaluator::evaluate(const XPathJob& job, const StopRequested& s
 
 int runXPathWorker(int fd) {
     log::setup("warning");
+    // A filter that takes all of a core must leave the server's threads (sessions, logins, the
+    // commit path) the first claim on the CPU.
+    if (::setpriority(PRIO_PROCESS, 0, kWorkerNice) != 0) {
+        NCS_LOG(warning) << "xpath worker: cannot lower its priority: " << std::strerror(errno);
+    }
     // Its server gone (even killed), the socket ends: so does this process, evaluating or not.
     std::thread([fd] {
         for (;;) {

@@ -23,6 +23,8 @@
 //    the default models, about a second for the whole Open ROADM 2.2.1 set), is not counted in
 //    the budget. Workers start at the first job, not with the server.
 //  - A worker ends when its server does: at its socket's end, at once, even while evaluating.
+//  - Workers run at nice 10: a filter that keeps a core busy leaves the server's own threads
+//    (other sessions, logins, commits) the first claim on the CPU.
 #pragma once
 
 #include "ncstore/models.hpp"
