@@ -5,6 +5,7 @@
 #include "canonical.hpp"
 #include "edit_test_context.hpp"
 #include "syncpoint.hpp"
+#include "temp_store.hpp"
 #include "test_support.hpp"
 
 #include "ncstore/changes.hpp"

@@ -4,6 +4,7 @@
 #include "syncpoint.hpp"
 
 #include "ncstore/changes.hpp"
+#include "temp_store.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,8 @@
 
 using namespace ncstore;
 using namespace ncstore::ds;
+using ncstore::test::dump;
+using ncstore::test::edit;
 using ncstore::test::interfaceNames;
 using ncstore::test::interfacesXml;
 using ncstore::test::parseEdit;
@@ -32,19 +35,7 @@ protected:
     void TearDown() override { detail::SyncPoints::clear(); }
 
     std::unique_ptr<Store> open(StoreOptions o = {}) {
-        o.file = dir_.path() / "ncstore.db";
-        return Store::open(ctx_.get(), o);
-    }
-
-    static std::string dump(const Store& s, Datastore ds) {
-        std::string out;
-        s.read(ds, [&](const lyd_node* t) { out = t ? print(t, LYD_XML, 0) : ""; });
-        return out;
-    }
-
-    void edit(Store& s, const std::string& xml, Datastore ds = Datastore::Running) {
-        Tree e = parseEdit(ctx_.get(), xml);
-        s.edit({}, ds, e.get());
+        return test::openStore(ctx_.get(), dir_, o, o.durability);
     }
 
     Context ctx_;

@@ -1,6 +1,7 @@
 // The store's files at rest: database, WAL, shared memory and backups are 0600 whatever the
 // umask of the program using the datastore library; a store left readable is made private.
 #include "scoped_umask.hpp"
+#include "temp_store.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

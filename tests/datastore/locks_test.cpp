@@ -1,5 +1,6 @@
 // The datastore locks of RFC 6241 7.5 / 7.6, kept by the store so that a write's lock check and
 // the write itself are one critical section.
+#include "temp_store.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

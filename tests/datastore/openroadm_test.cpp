@@ -4,6 +4,7 @@
 // validated locally yet refuse every broken reference.
 #include "leafref.hpp"
 #include "shared_data.hpp"
+#include "temp_store.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

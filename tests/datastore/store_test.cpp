@@ -4,6 +4,7 @@
 #include "backend.hpp"
 #include "support.hpp"
 #include "syncpoint.hpp"
+#include "temp_store.hpp"
 #include "test_support.hpp"
 
 #include "ncstore/changes.hpp"
@@ -24,6 +25,7 @@
 
 using namespace ncstore;
 using namespace ncstore::ds;
+using ncstore::test::edit;
 using ncstore::test::interfaceNames;
 using ncstore::test::interfacesXml;
 using ncstore::test::parseEdit;
@@ -75,11 +77,7 @@ protected:
         return Store::open(ctx_.get(), options(d));
     }
 
-    static std::string dump(const Store& s, Datastore ds) {
-        std::string out;
-        s.read(ds, [&](const lyd_node* t) { out = t ? print(t, LYD_XML, LYD_PRINT_WD_ALL_TAG) : ""; });
-        return out;
-    }
+    static std::string dump(const Store& s, Datastore ds) { return test::dump(s, ds, LYD_PRINT_WD_ALL_TAG); }
 
     /// Running shows `expected`, and still does after the store is closed and opened again.
     void expectRunningPersisted(std::unique_ptr<Store>& s, const std::string& expected) {
@@ -87,11 +85,6 @@ protected:
         s.reset();
         s = open();
         EXPECT_EQ(dump(*s, Datastore::Running), expected);
-    }
-
-    void edit(Store& s, const std::string& xml, Datastore ds = Datastore::Running, EditOptions o = {}) {
-        Tree e = parseEdit(ctx_.get(), xml);
-        s.edit({}, ds, e.get(), o);
     }
 
     Context ctx_;

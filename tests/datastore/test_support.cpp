@@ -54,17 +54,4 @@ std::vector<std::string> interfaceNames(const lyd_node* tree) {
     return names;
 }
 
-TempDir::TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "ncstore-test-XXXXXX").string();
-    if (!mkdtemp(templ.data())) {
-        throw std::runtime_error("mkdtemp failed");
-    }
-    path_ = templ;
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
 } // namespace ncstore::test

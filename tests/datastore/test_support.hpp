@@ -20,15 +20,4 @@ std::string interfacesXml(const std::string& prefix, int first, int count, const
 /// Names of the interfaces in a tree, in order.
 std::vector<std::string> interfaceNames(const lyd_node* tree);
 
-/// A fresh temporary directory, removed by the destructor.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
-
 } // namespace ncstore::test

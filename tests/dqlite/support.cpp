@@ -57,19 +57,6 @@ std::string freeAddress() {
     return address;
 }
 
-TempDir::TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ncstore-dqlite-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-        sysFail("mkdtemp " + pattern);
-    }
-    path_ = pattern;
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
 std::string findExecutable(const std::string& name) {
     if (name.find('/') != std::string::npos) {
         return name;

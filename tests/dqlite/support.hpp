@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ncstore/dqlite/client.hpp"
+#include "temp_dir.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -29,18 +30,8 @@ Error expectError(const std::function<void()>& call);
 /// "127.0.0.1:PORT" with a port the kernel just handed out (bound, then released).
 std::string freeAddress();
 
-/// A fresh directory under the system's temporary directory, removed with its content.
-class TempDir {
-public:
-    TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir();
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
-};
+/// The tests' one temporary directory (tests/support/temp_dir.hpp).
+using TempDir = ncstore::test::TempDir;
 
 /// A dqlite node in a child process (ncstore-dqlite-node). The constructor returns once the node
 /// serves; kill() sends SIGKILL; the destructor stops it cleanly (closing its stdin), or kills it.
