@@ -109,12 +109,18 @@ Server::Server(const ServerConfig& config, cluster::Member* member)
     addNmdaOperations(*dispatcher_, services);
     addHistoryOperations(*dispatcher_, services);
     subscriptions_ = Subscriptions::add(*dispatcher_, services);
+
+    sessionLoop_ = std::make_unique<SessionLoop>(SessionLoop::Parts{
+        ctx_.get(), capabilities_, *dispatcher_, *subscriptions_, *notifications_, *store_, *confirm_,
+        sessions_, *nacm_, stats_, stopping_,
+        SessionLoop::Limits{config_.maxMessageSize, config_.authTimeout, config_.idleTimeout}});
 }
 
 Server::~Server() {
     requestStop();
     run();
     // The operations' entries hold the services below: they go first.
+    sessionLoop_.reset();
     subscriptions_.reset();
     dispatcher_.reset();
     reads_.reset();
@@ -175,7 +181,8 @@ void Server::addListener(std::unique_ptr<transport::Listener> listener) {
     if (stopping_) {
         throw std::runtime_error("the server is stopping: no new listener");
     }
-    listener->start([this](std::unique_ptr<transport::Connection> conn) { serve(std::move(conn)); });
+    listener->start(
+        [this](std::unique_ptr<transport::Connection> conn) { sessionLoop_->serve(std::move(conn)); });
     std::lock_guard lock(listenersMutex_);
     listeners_.push_back(std::move(listener));
 }
@@ -233,201 +240,6 @@ std::string Server::statisticsLine() const {
              << d.changeSetsLost << " change sets lost by slow listeners";
     }
     return line.str();
-}
-
-void Server::serve(std::unique_ptr<transport::Connection> conn) {
-    const std::shared_ptr<Session> s = stopping_ ? nullptr : sessions_.add([&](std::uint32_t id) {
-        return std::make_shared<Session>(std::move(conn), id, *nacm_);
-    });
-    if (!s) {
-        if (conn) {
-            conn->close();
-        }
-        return;
-    }
-    ++stats_.inSessions;
-    NCS_LOG(info) << "session " << s->id << " started: " << s->user << " from " << s->host << ":" << s->port
-                  << (s->access.recovery() ? " (NACM recovery session: not checked)" : "");
-    TermReason reason = TermReason::Other;
-    try {
-        reason = runSession(*s);
-    } catch (const std::exception& e) {
-        NCS_LOG(error) << "session " << s->id << ": " << e.what();
-    }
-    endSession(*s, reason);
-}
-
-TermReason Server::runSession(Session& s) {
-    using transport::Framing;
-    using Clock = std::chrono::steady_clock;
-    auto& conn = s.connection();
-    transport::MessageReader reader(config_.maxMessageSize);
-    if (!conn.write(transport::frame(serverHello(capabilities_, s.id), Framing::EndOfMessage))) {
-        return TermReason::Dropped;
-    }
-    std::string received;
-    // The client's <hello>, within the auth timeout.
-    const auto helloDeadline = Clock::now() + std::chrono::seconds(config_.authTimeout);
-    std::optional<std::string> hello;
-    for (;;) {
-        try {
-            hello = reader.next();
-        } catch (const transport::FramingError& e) {
-            ++stats_.inBadHellos;
-            NCS_LOG(warning) << "session " << s.id << ": bad <hello>: " << e.what();
-            return TermReason::BadHello;
-        }
-        if (hello) {
-            break;
-        }
-        if (stopping_ || s.killRequested) {
-            return s.killRequested ? TermReason::Killed : TermReason::Other;
-        }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(helloDeadline - Clock::now());
-        const auto r =
-            left.count() > 0 ? conn.read(received, left) : transport::Connection::ReadResult::Timeout;
-        if (r == transport::Connection::ReadResult::Closed) {
-            return TermReason::Dropped;
-        }
-        if (r == transport::Connection::ReadResult::Timeout) {
-            ++stats_.inBadHellos;
-            NCS_LOG(warning) << "session " << s.id << ": no <hello> within " << config_.authTimeout << " s";
-            return TermReason::BadHello;
-        }
-        reader.feed(received);
-        received.clear();
-    }
-    try {
-        s.base11 = parseClientHello(ctx_.get(), *hello).base11;
-    } catch (const HelloError& e) {
-        ++stats_.inBadHellos;
-        NCS_LOG(warning) << "session " << s.id << " of " << s.user << ": " << e.what();
-        return TermReason::BadHello;
-    }
-    reader.setFraming(s.base11 ? Framing::Chunked : Framing::EndOfMessage);
-    s.started = true;
-    notifications_->raise(notify::sessionStart({s.id, s.user, s.host}));
-
-    auto lastMessage = Clock::now();
-    for (;;) {
-        std::optional<std::string> message;
-        try {
-            message = reader.next();
-        } catch (const transport::FramingError& e) {
-            // The byte stream cannot be resynchronized: say why (base:1.1 has the tag for it) and
-            // end the session (RFC 6242 section 4.2).
-            ++s.inBadRpcs;
-            ++stats_.inBadRpcs;
-            NCS_LOG(warning) << "session " << s.id << " of " << s.user << ": framing error: " << e.what()
-                             << "; closing the session";
-            if (s.base11) {
-                std::string out(transport::kHeaderRoom, ' ');
-                renderReply(out, nullptr,
-                            Reply::error(RpcError(ErrorTag::MalformedMessage, ErrorType::Rpc, e.what())),
-                            ctx_.get());
-                conn.write(transport::frameInPlace(out, Framing::Chunked));
-                ++s.outRpcErrors;
-                ++stats_.outRpcErrors;
-            }
-            return TermReason::Other;
-        }
-        if (message) {
-            if (s.killRequested) {
-                return TermReason::Killed; // nothing received after a kill-session runs
-            }
-            if (!handleMessage(s, *message)) {
-                return s.killRequested ? TermReason::Killed : TermReason::Closed;
-            }
-            if (!subscriptions_->deliver(s)) {
-                return TermReason::Other;
-            }
-            lastMessage = Clock::now();
-            continue;
-        }
-        if (s.killRequested) {
-            return TermReason::Killed;
-        }
-        if (stopping_) {
-            return TermReason::Other;
-        }
-        auto wait = std::chrono::milliseconds(-1);
-        if (config_.idleTimeout > 0 && !s.subscription && s.dynamic.empty()) {
-            // A subscribed session is not idle: it is waiting for events (RFC 5277 section 6).
-            wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-                lastMessage + std::chrono::seconds(config_.idleTimeout) - Clock::now());
-            if (wait.count() <= 0) {
-                NCS_LOG(info) << "session " << s.id << " of " << s.user << " idle for " << config_.idleTimeout
-                              << " s: closing it";
-                return TermReason::Timeout;
-            }
-        }
-        if (const auto deadline = subscriptions_->deadline(s)) {
-            const auto untilStop = std::chrono::duration_cast<std::chrono::milliseconds>(
-                *deadline - std::chrono::system_clock::now() + std::chrono::milliseconds(1));
-            wait = wait.count() < 0 ? untilStop : std::min(wait, untilStop);
-            wait = std::max(wait, std::chrono::milliseconds(0));
-        }
-        const auto result = conn.read(received, wait);
-        if (result == transport::Connection::ReadResult::Data) {
-            reader.feed(received);
-            received.clear();
-        }
-        if (!subscriptions_->deliver(s)) {
-            return TermReason::Other;
-        }
-        if (result == transport::Connection::ReadResult::Closed) {
-            return s.killRequested ? TermReason::Killed : TermReason::Dropped;
-        }
-    }
-}
-
-bool Server::handleMessage(Session& s, const std::string& message) {
-    ParsedRpc request = parseRpc(ctx_.get(), message);
-    Reply reply;
-    if (request.error) {
-        ++s.inBadRpcs;
-        ++stats_.inBadRpcs;
-        RpcError& e = *request.error;
-        if (e.tag == ErrorTag::MalformedMessage && !s.base11) {
-            // RFC 6241 Appendix A: malformed-message "MUST NOT be sent to old clients" (base:1.0).
-            e.tag = ErrorTag::OperationFailed;
-        }
-        NCS_LOG(debug) << "session " << s.id << " bad rpc: " << e.tag << ": " << e.what();
-        reply = Reply::error(std::move(e));
-    } else {
-        reply = dispatcher_->dispatch(request, s);
-    }
-    if (reply.kind == Reply::Kind::Error) {
-        ++s.outRpcErrors;
-        ++stats_.outRpcErrors;
-    }
-    std::string out(transport::kHeaderRoom, ' ');
-    renderReply(out, request.envelope.get(), reply, ctx_.get());
-    // The parsed request can go before the (possibly large) reply is written.
-    request = ParsedRpc{};
-    const bool sent = s.connection().write(transport::frameInPlace(
-        out, s.base11 ? transport::Framing::Chunked : transport::Framing::EndOfMessage));
-    return sent && !reply.endSession;
-}
-
-void Server::endSession(Session& s, TermReason reason) {
-    if (reason != TermReason::Closed && reason != TermReason::Killed) {
-        ++stats_.droppedSessions;
-    }
-    subscriptions_->sessionEnded(s);
-    if (s.started) {
-        notifications_->raise(
-            notify::sessionEnd({s.id, s.user, s.host}, toString(reason), s.killedBy.load()));
-    }
-    // RFC 6241 8.3.5.2: candidate changes made under its lock are discarded with it.
-    for (auto ds : store_->releaseSession(s.id)) {
-        NCS_LOG(info) << "session " << s.id << " ended holding the " << ds::toString(ds) << " lock: released";
-    }
-    confirm_->sessionEnded(s.id); // its confirmed commit without persist is rolled back
-    NCS_LOG(info) << "session " << s.id << " of " << s.user << " ended (" << toString(reason) << "), "
-                  << s.inRpcs.load() << " rpcs";
-    s.connection().close();
-    sessions_.remove(s.id);
 }
 
 void Server::housekeepingLoop() {

@@ -1,7 +1,8 @@
 // ncstored's NETCONF server: it builds the services (store, NACM, notifications, confirmed
 // commit, history, read path, dispatcher), registers the operations (ops/) and the state
-// providers (state/), accepts connections (transport/) and keeps the session table. Everything
-// a session asks for goes through the dispatcher; nothing of an operation is defined here.
+// providers (state/), accepts connections (transport/) and keeps the session table; each
+// connection runs the session loop (sessionloop.hpp). Everything a session asks for goes through
+// the dispatcher; nothing of an operation is defined here.
 //
 // Promises:
 //  - Every connection has its own thread, from its SSH handshake to its end (transport/ssh.hpp):
@@ -25,6 +26,7 @@
 #include "service.hpp"
 #include "session.hpp"
 #include "sessionaccess.hpp"
+#include "sessionloop.hpp"
 #include "sessiontable.hpp"
 #include "stats.hpp"
 #include "subscriptions.hpp"
@@ -85,16 +87,7 @@ public:
     ReadPath& reads() { return *reads_; }
 
 private:
-    /// One NETCONF session, on its connection's thread, from <hello> to its end.
-    void serve(std::unique_ptr<transport::Connection> conn);
-    /// The session's life on its connection, transport-independent: the <hello> exchange, then
-    /// framing, RPCs and notifications until it ends; idle sessions end after --idle-timeout.
-    TermReason runSession(Session& s);
-    /// Parses and runs one message; false when the session must end (close-session, a reply
-    /// that could not be sent).
-    bool handleMessage(Session& s, const std::string& message);
     void housekeepingLoop();
-    void endSession(Session& s, TermReason reason);
     /// The RPC counters, then the datastore's group commit (writes per transaction): the line
     /// logged every --stats-interval and at shutdown.
     std::string statisticsLine() const;
@@ -114,6 +107,7 @@ private:
     std::unique_ptr<ReadPath> reads_;        // after store_ and xpath_: gone before them
     std::unique_ptr<Dispatcher> dispatcher_; // its entries use everything above
     std::shared_ptr<Subscriptions> subscriptions_;
+    std::unique_ptr<SessionLoop> sessionLoop_; // what every connection runs, over all of the above
     std::vector<std::string> capabilities_;
     std::uint16_t port_ = 0;
 
