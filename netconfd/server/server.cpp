@@ -2,7 +2,6 @@
 
 #include "datadir.hpp"
 #include "events.hpp"
-#include "framing.hpp"
 #include "hello.hpp"
 #include "hostkeys.hpp"
 #include "nacmsetup.hpp"

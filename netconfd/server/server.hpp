@@ -21,8 +21,6 @@
 #include "history.hpp"
 #include "options.hpp"
 #include "readpath.hpp"
-#include "reply.hpp"
-#include "rpcparse.hpp"
 #include "service.hpp"
 #include "session.hpp"
 #include "sessionaccess.hpp"
