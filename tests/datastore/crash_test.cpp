@@ -5,7 +5,7 @@
 // (default 20; the long mode is 1000). A full disk fails commits clearly, and once there is room
 // again the next commit succeeds and nothing stale comes back after a restart.
 #include "support.hpp"
-#include "temp_store.hpp"
+#include "temp_dir.hpp"
 #include "test_support.hpp"
 
 #include "ncstore/changes.hpp"

@@ -117,12 +117,7 @@ protected:
         return s.edit({}, Datastore::Running, e.get());
     }
 
-    std::string dump(const Store& s) const {
-        std::string out;
-        s.read(Datastore::Running,
-               [&](const lyd_node* t) { out = t ? print(t, LYD_XML, LYD_PRINT_WD_ALL_TAG) : ""; });
-        return out;
-    }
+    std::string dump(const Store& s) const { return test::dump(s, Datastore::Running, LYD_PRINT_WD_ALL_TAG); }
 
     std::string deviceXml(const std::string& inner) const {
         return "<org-openroadm-device xmlns=\"http://org/openroadm/device\" "
