@@ -37,6 +37,82 @@ using detail::RecordCollector;
 using detail::RecordSet;
 using detail::usSince;
 
+namespace {
+
+/// Thrown from a write's critical section when verifiers concern themselves with its change set
+/// (rule 10): the section's own failure paths put memory back, and StoreImpl::verified() catches
+/// it. Not an Error: a write on its way to verification has not failed.
+struct NeedsVerification {};
+/// Thrown from the final pass of a verified write when running is not as it was verified.
+struct RunningMoved {};
+
+/// What a verified write carries from its capture to its final pass.
+struct VerifyState {
+    bool verified = false;  ///< the final pass: every concerned verifier accepted `captured`
+    std::uint64_t base = 0; ///< the commit id of running's last write when it was captured
+    std::shared_ptr<const ChangeSet> captured;
+    std::vector<Verifier*> concerned; ///< in priority order
+};
+
+/// An edit applied again to a copy, for a verifier's after-view: nothing to observe.
+class NoObserver : public detail::ChangeObserver {
+public:
+    void created(const lyd_node*) override {}
+    void changed(const lyd_node*, const std::string&, bool) override {}
+    void moved(const lyd_node*, const std::string&) override {}
+    void deleting(const lyd_node*) override {}
+};
+
+class LazyView : public Verification {
+public:
+    explicit LazyView(std::function<Tree()> build) : build_(std::move(build)) {}
+    const lyd_node* after() const override {
+        const std::lock_guard lock(mutex_);
+        if (!built_) {
+            tree_ = build_();
+            built_ = true;
+        }
+        return tree_.get();
+    }
+
+private:
+    std::function<Tree()> build_;
+    mutable std::mutex mutex_;
+    mutable bool built_ = false;
+    mutable Tree tree_;
+};
+
+bool samePosition(const std::optional<Position>& a, const std::optional<Position>& b) {
+    return a.has_value() == b.has_value() && (!a || (a->where == b->where && a->anchor == b->anchor));
+}
+
+bool sameTree(const Tree& a, const Tree& b) {
+    if (!a || !b) {
+        return !a && !b;
+    }
+    return lyd_compare_single(a.get(), b.get(), LYD_COMPARE_FULL_RECURSION) == LY_SUCCESS;
+}
+
+/// Whether two change sets make the same changes (the final pass of a verified write against
+/// what was verified). Cost: the size of the change sets.
+bool sameChanges(const ChangeSet& a, const ChangeSet& b) {
+    if (a.changes.size() != b.changes.size()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < a.changes.size(); ++i) {
+        const Change& x = a.changes[i];
+        const Change& y = b.changes[i];
+        if (x.op != y.op || x.path != y.path || x.oldValue != y.oldValue || x.newValue != y.newValue ||
+            !samePosition(x.position, y.position) || !sameTree(x.newTree, y.newTree) ||
+            !sameTree(x.oldTree, y.oldTree)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
 class StoreImpl {
 public:
     StoreImpl(const ly_ctx* ctx, const StoreOptions& options)
@@ -166,7 +242,155 @@ public:
     /// Whether a write by `who` to `ds` needs its logical change set: for the access policy,
     /// the listeners or the journals. Otherwise none is built: that seam costs nothing.
     bool wantsChanges(const WriteContext& who, Datastore ds) const {
-        return who.policy || (ds != Datastore::Candidate && (publisher_.listening() || !journals_.empty()));
+        return who.policy || (ds != Datastore::Candidate && (publisher_.listening() || !journals_.empty())) ||
+               (ds == Datastore::Running && !verifiers_.empty());
+    }
+
+    /// Rule 10, under the exclusive lock, for a write of running that will be persisted: its
+    /// first pass hands its change set to verification (throws NeedsVerification) when a
+    /// verifier concerns itself with it; its final pass goes on only with exactly the change set
+    /// that was verified (throws RunningMoved).
+    void checkVerification(ChangeSet& changes, VerifyState* vs) {
+        if (!vs || changes.changes.empty()) {
+            return;
+        }
+        if (vs->verified) {
+            if (!sameChanges(changes, *vs->captured)) {
+                throw RunningMoved{};
+            }
+            return;
+        }
+        std::vector<Verifier*> concerned;
+        for (const auto& [priority, verifier] : verifiers_) {
+            if (verifier->concerns(changes)) {
+                concerned.push_back(verifier);
+            }
+        }
+        if (concerned.empty()) {
+            return;
+        }
+        vs->concerned = std::move(concerned);
+        vs->base = runningWrittenAt_;
+        vs->captured = std::make_shared<const ChangeSet>(std::move(changes)); // the write goes no further
+        throw NeedsVerification{};
+    }
+
+    /// The final pass of a verified write goes on only on the running it was verified against.
+    void checkUnmoved(const VerifyState* vs) const {
+        if (vs && vs->verified && runningWrittenAt_ != vs->base) {
+            throw RunningMoved{};
+        }
+    }
+
+    /// Runs the write `attempt` (a write of `ds`) under rule 10: with no verifier concerned it
+    /// is one pass, as without verifiers; else captured, verified outside every lock of the
+    /// store's, and applied again on an unmoved running. `after` builds running as the write
+    /// would leave it, for the verifiers that ask (Verification::after).
+    template <class Attempt>
+    WriteTiming verified(Datastore ds, Attempt&& attempt, std::function<Tree()> after) {
+        if (ds != Datastore::Running) {
+            return attempt(nullptr);
+        }
+        VerifyState vs;
+        std::unique_lock serial(verifySerial_, std::defer_lock);
+        auto finish = [&](std::uint64_t commitId) {
+            if (commitId != 0) {
+                for (Verifier* v : vs.concerned) {
+                    v->finished(*vs.captured, commitId);
+                }
+            } else {
+                for (auto it = vs.concerned.rbegin(); it != vs.concerned.rend(); ++it) {
+                    (*it)->finished(*vs.captured, 0);
+                }
+            }
+        };
+        for (int round = 0;;) {
+            try {
+                WriteTiming timing = attempt(&vs);
+                if (vs.verified) {
+                    finish(timing.commitId);
+                }
+                return timing;
+            } catch (const NeedsVerification&) {
+            } catch (const RunningMoved&) {
+                finish(0);
+                if (++round >= Store::kVerifyRounds) {
+                    ++failed_;
+                    throw Error(ErrorTag::OperationFailed,
+                                "running was written " + std::to_string(round) +
+                                    " times while applications verified this change; nothing was written, "
+                                    "try again");
+                }
+                vs = VerifyState{};
+                continue;
+            } catch (...) {
+                if (vs.verified) {
+                    finish(0);
+                }
+                throw;
+            }
+            if (!serial.owns_lock()) {
+                // In turn behind the verified writes before it; captured again only if running
+                // moved while it waited.
+                serial.lock();
+                std::shared_lock lock(mutex_);
+                if (runningWrittenAt_ != vs.base) {
+                    vs = VerifyState{};
+                    continue;
+                }
+            }
+            NCS_SYNC_POINT("verify:begin");
+            LazyView view(after);
+            std::size_t asked = 0;
+            try {
+                for (; asked < vs.concerned.size(); ++asked) {
+                    vs.concerned[asked]->verify(*vs.captured, view);
+                }
+            } catch (const Error&) {
+                vs.concerned.resize(asked + 1); // the refusing one and those before it
+                finish(0);
+                ++failed_;
+                throw;
+            } catch (const std::exception& e) {
+                vs.concerned.resize(asked + 1);
+                finish(0);
+                ++failed_;
+                throw Error(ErrorTag::OperationFailed, std::string("verification failed: ") + e.what());
+            }
+            vs.verified = true;
+        }
+    }
+
+    void addVerifier(Verifier& verifier, int priority) {
+        const std::lock_guard serial(verifySerial_);
+        std::unique_lock lock(mutex_);
+        auto at = std::find_if(verifiers_.begin(), verifiers_.end(),
+                               [&](const auto& entry) { return entry.first > priority; });
+        verifiers_.insert(at, {priority, &verifier});
+    }
+
+    void removeVerifier(Verifier& verifier) {
+        const std::lock_guard serial(verifySerial_); // no verification in progress
+        std::unique_lock lock(mutex_);
+        std::erase_if(verifiers_, [&](const auto& entry) { return entry.second == &verifier; });
+    }
+
+    /// Running as `edit` would leave it, for Verification::after(): a copy with the edit applied
+    /// again and validated (an edit that no longer applies leaves what it could).
+    Tree runningAfterEdit(const lyd_node* editTree, DefaultOperation defaultOperation) const {
+        Tree copy = snapshot(Datastore::Running);
+        detail::UndoLog undo;
+        NoObserver none;
+        RawTree raw(copy);
+        try {
+            detail::applyEdit(raw.ptr(), editTree, defaultOperation, undo, none);
+        } catch (const Error&) {
+            // What error-option stop-on-error keeps; the write itself reports the error.
+        }
+        if (raw.get()) {
+            (void)lyd_validate_all(raw.ptr(), ctx_, detail::kValidateOpts, nullptr); // defaults, `when`
+        }
+        return copy;
     }
 
     std::shared_ptr<ChangeSet> newChangeSet(const WriteContext& who, Datastore ds, Origin origin) const {
@@ -193,11 +417,19 @@ public:
     /// will get: `sequence` is then locked, and stays so until submit() (rule 2). Throws to
     /// refuse the write (counted as failed); the caller then puts memory back.
     JournalRows admit(const WriteContext& who, ChangeSet& changes, const lyd_node* result, bool persisted,
-                      std::unique_lock<std::mutex>& sequence) {
+                      std::unique_lock<std::mutex>& sequence, VerifyState* vs = nullptr) {
         try {
             if (who.policy) {
                 who.policy->checkWrite(changes, result);
             }
+        } catch (...) {
+            ++failed_;
+            throw;
+        }
+        if (persisted) {
+            checkVerification(changes, vs);
+        }
+        try {
             JournalRows rows;
             if (persisted && !changes.changes.empty()) {
                 if (!sequence.owns_lock()) {
@@ -248,7 +480,7 @@ public:
     }
 
     WriteTiming edit(const WriteContext& who, Datastore ds, const lyd_node* editTree,
-                     const EditOptions& options) {
+                     const EditOptions& options, VerifyState* vs) {
         WriteTiming timing;
         detail::Writer::Ticket durable;
         std::optional<Error> stopError;
@@ -257,6 +489,7 @@ public:
         auto section = [&](bool alone) {
             timing.lockWaitUs = usSince(t0);
             checkWritable(who, ds);
+            checkUnmoved(vs);
             if (options.unchangedSince && ds == Datastore::Running &&
                 runningWrittenAt_ > *options.unchangedSince) {
                 ++failed_;
@@ -345,7 +578,7 @@ public:
                 try {
                     journal = admit(who, *changes, target.get(),
                                     ds != Datastore::Candidate && options.testOption != TestOption::TestOnly,
-                                    sequence);
+                                    sequence, vs);
                 } catch (...) {
                     undoAll();
                     throw;
@@ -393,7 +626,8 @@ public:
     }
 
     /// Replaces a whole datastore with `content` (validated here, before the lock is taken).
-    WriteTiming replace(const WriteContext& who, Datastore ds, Tree content, Origin origin) {
+    WriteTiming replace(const WriteContext& who, Datastore ds, Tree& content, Origin origin,
+                        VerifyState* vs) {
         WriteTiming timing;
         auto t0 = Clock::now();
         validateTree(content);
@@ -405,6 +639,7 @@ public:
         {
             std::unique_lock lock(mutex_);
             checkWritable(who, ds);
+            checkUnmoved(vs);
             std::shared_ptr<ChangeSet> changes;
             JournalRows journal;
             std::unique_lock sequence(sequence_, std::defer_lock);
@@ -413,7 +648,7 @@ public:
                 changes = newChangeSet(who, ds, origin);
                 detail::diffForests(view(ds), content.get(), changes->changes);
                 timing.serializeUs += usSince(t0);
-                journal = admit(who, *changes, content.get(), ds != Datastore::Candidate, sequence);
+                journal = admit(who, *changes, content.get(), ds != Datastore::Candidate, sequence, vs);
             }
             if (ds == Datastore::Candidate) {
                 old = std::move(candidate_.tree());
@@ -445,7 +680,7 @@ public:
     /// Makes running what candidate shows, in one critical section: the candidate that is
     /// validated and written is the one that becomes running, so no candidate edit acknowledged
     /// meanwhile can be lost.
-    WriteTiming commit(const WriteContext& who) {
+    WriteTiming commit(const WriteContext& who, VerifyState* vs) {
         WriteTiming timing;
         detail::Writer::Ticket durable;
         Tree oldRunning; // freed once the lock is released
@@ -454,6 +689,7 @@ public:
             std::unique_lock lock(mutex_);
             checkWritable(who, Datastore::Running);
             checkWritable(who, Datastore::Candidate);
+            checkUnmoved(vs);
             if (!candidate_.own()) {
                 return timing; // candidate tracks running: nothing to commit
             }
@@ -482,7 +718,7 @@ public:
                 }
                 timing.serializeUs += usSince(t0);
                 try {
-                    journal = admit(who, *changes, candidate.get(), true, sequence);
+                    journal = admit(who, *changes, candidate.get(), true, sequence, vs);
                 } catch (...) {
                     detail::UndoLog nothing;
                     detail::rollback(candidate, validationDiff.get(), nothing);
@@ -651,6 +887,7 @@ public:
     detail::LockTable locks_;
     std::uint64_t runningGeneration_ = 0; // counts running's writes: candidate_'s incremental commit
     std::uint64_t runningWrittenAt_ = 0;  // the commit id of the last write of running (unchangedSince)
+    std::vector<std::pair<int, Verifier*>> verifiers_; // rule 10, in priority order
 
     // The sequence lock (rules 1, 2): commit ids and the order writes enter the writer's queue.
     // A write holds it, under the exclusive tree lock, from asking the journals to queuing; a
@@ -660,6 +897,9 @@ public:
     std::atomic<std::uint64_t> appliedSeq_{0}; // the commit id of the last write applied in memory
 
     std::atomic<std::uint64_t> failed_{0};
+    // Rule 10: held by a verified write from its verification to its final pass, and by
+    // addVerifier/removeVerifier; taken before the tree lock, never under it.
+    std::mutex verifySerial_;
     // revokeReadLease(): when (steady clock) the read lease was last revoked.
     std::atomic<std::chrono::steady_clock::rep> leaseRevoked_{0};
     detail::Publisher publisher_{options_.maxUnpublished}; // outlives the writer, which feeds it
@@ -687,22 +927,33 @@ Tree Store::snapshot(Datastore ds) const {
 
 WriteTiming Store::edit(const WriteContext& who, Datastore ds, const lyd_node* edit,
                         const EditOptions& options) {
-    return impl_->edit(who, ds, edit, options);
+    return impl_->verified(
+        ds, [&](VerifyState* vs) { return impl_->edit(who, ds, edit, options, vs); },
+        [&] { return impl_->runningAfterEdit(edit, options.defaultOperation); });
 }
 
+namespace {
+/// replace(), copy() and clear(): the new content, whole.
+WriteTiming replaceWith(StoreImpl& impl, const WriteContext& who, Datastore ds, Tree content, Origin origin) {
+    return impl.verified(
+        ds, [&](VerifyState* vs) { return impl.replace(who, ds, content, origin, vs); },
+        [&] { return detail::dupForest(content.get()); });
+}
+} // namespace
+
 WriteTiming Store::replace(const WriteContext& who, Datastore ds, const lyd_node* config) {
-    return impl_->replace(who, ds, detail::dupForest(config), Origin::Replace);
+    return replaceWith(*impl_, who, ds, detail::dupForest(config), Origin::Replace);
 }
 
 WriteTiming Store::copy(const WriteContext& who, Datastore from, Datastore to) {
     if (from == to) {
         return {};
     }
-    return impl_->replace(who, to, impl_->snapshot(from), Origin::Copy);
+    return replaceWith(*impl_, who, to, impl_->snapshot(from), Origin::Copy);
 }
 
 WriteTiming Store::clear(const WriteContext& who, Datastore ds) {
-    return impl_->replace(who, ds, Tree{}, Origin::Clear);
+    return replaceWith(*impl_, who, ds, Tree{}, Origin::Clear);
 }
 
 void Store::validate(Datastore ds) const {
@@ -716,7 +967,16 @@ void Store::validate(const lyd_node* config) const {
 }
 
 WriteTiming Store::commit(const WriteContext& who) {
-    return impl_->commit(who);
+    return impl_->verified(
+        Datastore::Running, [&](VerifyState* vs) { return impl_->commit(who, vs); },
+        [&] { return impl_->snapshot(Datastore::Candidate); });
+}
+
+void Store::addVerifier(Verifier& verifier, int priority) {
+    impl_->addVerifier(verifier, priority);
+}
+void Store::removeVerifier(Verifier& verifier) {
+    impl_->removeVerifier(verifier);
 }
 void Store::discardChanges(const WriteContext& who) {
     impl_->discardChanges(who);

@@ -157,3 +157,50 @@ struct JournalRow {
 };
 
 } // namespace ncstore::ds
+
+namespace ncstore::ds {
+
+/// What a verifier may look at besides the change set: running as the write would leave it.
+class Verification {
+public:
+    virtual ~Verification() = default;
+    /// Running as the write would leave it (the whole tree, any top-level sibling; nullptr when
+    /// empty): built on the first call, from a copy of running with the write applied again, so
+    /// it costs a copy of running, paid only when a verifier asks. Valid until the verification
+    /// ends; read only. Any thread, but one at a time per tree (libyang lookups are not
+    /// reentrant on one tree).
+    virtual const lyd_node* after() const = 0;
+};
+
+/// Checks a write of running before it is durable (issue 37's verify phase: an application on
+/// the device refuses what its hardware cannot do), registered with Store::addVerifier.
+///
+/// How a write with verifiers goes (datastore.hpp rule 10): its change set is built and the
+/// access policy asked as for any write; if a verifier concerns() itself with it, memory is put
+/// back and the store's locks are released, and the verifiers it concerns verify() it, in
+/// priority order, on the writer's thread, holding no lock of the store's. One refusal and
+/// nothing is written; the verifiers that accepted are told finished(0), in reverse order. When
+/// all accept, the write is applied again, in one critical section as any write, only if running
+/// was not written since its change set was built (so exactly the change set they verified is
+/// what becomes durable) and then each is told finished(commit id); if running moved, each is
+/// told finished(0) and the write starts over, at most Store::kVerifyRounds times, after which it
+/// fails (OperationFailed) with nothing written. Writes that need verification run one at a time
+/// (in the order they came); writes no verifier concerns do not wait for them.
+class Verifier {
+public:
+    virtual ~Verifier() = default;
+    /// Whether `changes` (a change set of running, not yet durable; commitId 0) is for this
+    /// verifier. Under the store's exclusive lock, for every write of running while registered:
+    /// must be quick and must not call the Store.
+    virtual bool concerns(const ChangeSet& changes) const = 0;
+    /// Accepts (returns) or refuses (throws Error, whose tag, message, path and app tag reach the
+    /// writer unchanged; anything else becomes OperationFailed). No lock of the store is held: it
+    /// may read the Store and take its time, but must not write the Store from this thread (that
+    /// write would wait for this one): a write it wants is queued and made after this one.
+    virtual void verify(const ChangeSet& changes, const Verification& view) = 0;
+    /// The verification of `changes` ended: committed as `commitId`, or not (0: refused,
+    /// failed, or started over). Once per verify() that returned or threw.
+    virtual void finished(const ChangeSet& changes, std::uint64_t commitId) = 0;
+};
+
+} // namespace ncstore::ds

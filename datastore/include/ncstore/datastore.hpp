@@ -51,6 +51,12 @@
 //     when it came.
 //  9. Candidate lives in memory only: its writes are never queued, have no commit id and are not
 //     published (the access policy still sees them); a commit is a write of running.
+// 10. Verified: a write of running that a registered Verifier (ncstore/changes.hpp) concerns
+//     itself with is verified before anything of it is visible, with NO lock of the store held
+//     while the verifiers think: its change set is captured and memory put back, the verifiers
+//     accept or refuse it outside the lock, and it is applied again only if running was not
+//     written meanwhile (else started over, Store::kVerifyRounds times at most). Verified writes
+//     run one at a time; readers and the writes no verifier concerns never wait for a verifier.
 //
 // What notifications and NACM get from this: a listener (RFC 6470 config-change, YANG-Push)
 // hears only of durable changes, in commit order, so it never announces a change that then
@@ -86,6 +92,7 @@ struct ChangeSet;
 struct JournalRow;
 class ChangeListener;
 class AccessPolicy;
+class Verifier;
 /// What a journal hook (ncstore/changes.hpp) adds to the write it is called for, in the same
 /// SQLite transaction: rows to persist and, for the journal's retention, the commit id through
 /// which its older rows go (0: none). Riding the write, a trim costs no transaction of its own.
@@ -117,19 +124,24 @@ using ncstore::toString;
 
 /// A failed datastore operation. `path` is the data path of the offending node when known
 /// (usable as NETCONF error-path); `appTag` is an error-app-tag when one applies (e.g.
-/// "must-violation", "instance-required", "data-not-unique", "too-many-elements").
+/// "must-violation", "instance-required", "data-not-unique", "too-many-elements"); `info` is
+/// error-info content (XML elements) when a verifier gave some (ncstore/changes.hpp).
 class Error : public std::runtime_error {
 public:
-    Error(ErrorTag tag, const std::string& message, std::string path = {}, std::string appTag = {})
-        : std::runtime_error(message), tag_(tag), path_(std::move(path)), appTag_(std::move(appTag)) {}
+    Error(ErrorTag tag, const std::string& message, std::string path = {}, std::string appTag = {},
+          std::string info = {})
+        : std::runtime_error(message), tag_(tag), path_(std::move(path)), appTag_(std::move(appTag)),
+          info_(std::move(info)) {}
     ErrorTag tag() const noexcept { return tag_; }
     const std::string& path() const noexcept { return path_; }
     const std::string& appTag() const noexcept { return appTag_; }
+    const std::string& info() const noexcept { return info_; }
 
 private:
     ErrorTag tag_;
     std::string path_;
     std::string appTag_;
+    std::string info_;
 };
 
 /// A write computed from what an earlier read returned, refused because the datastore was written
@@ -357,6 +369,16 @@ public:
     std::uint64_t addListener(ChangeListener& listener);
     /// After this returns the listener is not called again. Not from the listener's callback.
     void removeListener(ChangeListener& listener);
+
+    /// Registers `verifier` (ncstore/changes.hpp, rule 10): from now on writes of running that it
+    /// concerns itself with are verified by it; verifiers run in increasing `priority` (equal:
+    /// the order they were added). It must outlive its registration.
+    void addVerifier(Verifier& verifier, int priority = 0);
+    /// After this returns the verifier is not called again; waits for a verification in
+    /// progress. Not from the verifier's own callbacks.
+    void removeVerifier(Verifier& verifier);
+    /// How many times a verified write starts over because running was written meanwhile.
+    static constexpr int kVerifyRounds = 8;
 
     /// Registers the journal `name` (ncstore/changes.hpp): from now on every write to running
     /// and startup with changes persists the rows `hook` returns for its change set, in the
