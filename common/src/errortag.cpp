@@ -46,4 +46,14 @@ const char* toString(ErrorTag tag) {
     return "operation-failed";
 }
 
+std::optional<ErrorTag> parseErrorTag(std::string_view text) {
+    for (int i = 0; i <= static_cast<int>(ErrorTag::MalformedMessage); ++i) {
+        const auto tag = static_cast<ErrorTag>(i);
+        if (text == toString(tag)) {
+            return tag;
+        }
+    }
+    return std::nullopt;
+}
+
 } // namespace ncstore

@@ -184,6 +184,8 @@ Context buildContext(const ModelOptions& options) {
         load(ctx.get(), "ncstore-commits", "2026-12-02", nullptr);
         // The dqlite cluster of --backend dqlite (netconfd/cluster): state data only.
         load(ctx.get(), "ncstore-cluster", "2026-12-03", nullptr);
+        // The local application API (netconfd/app): its sessions' transport identity.
+        load(ctx.get(), "ncstore-app", "2026-12-07", nullptr);
     }
 
     const char* allFeatures[] = {"*", nullptr};

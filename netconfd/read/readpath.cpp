@@ -58,12 +58,16 @@ Tree ReadPath::state(const lyd_node* filterNode) const {
         }
         return false;
     };
+    StateProvider::Query query;
+    if (auto select = filterNode ? filter::xpathSelect(filterNode) : std::nullopt) {
+        query.xpath = *select;
+    }
     Tree state;
     for (const auto& p : providers) {
         if (!wanted(*p)) {
             continue;
         }
-        Tree part = p->state(ctx_);
+        Tree part = p->state(ctx_, query);
         if (!part) {
             continue;
         }

@@ -26,6 +26,17 @@ public:
     virtual std::vector<Top> tops() const = 0;
     /// Its state data now (nullptr: none). Throws on failure (the read fails with it).
     virtual Tree state(const ly_ctx* ctx) const = 0;
+
+    /// What the read asks for: a provider whose data is costly (an application's, app/) builds
+    /// only what `xpath` selects; the read path applies the filter afterwards all the same.
+    struct Query {
+        std::string xpath; ///< the read's XPath filter; "": a subtree filter or none (everything)
+    };
+    /// The read path calls this one, once per read.
+    virtual Tree state(const ly_ctx* ctx, const Query& query) const {
+        (void)query;
+        return state(ctx);
+    }
 };
 
 } // namespace ncstore::netconfd

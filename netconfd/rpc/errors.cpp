@@ -136,6 +136,7 @@ RpcError fromDatastore(const ds::Error& e) {
     RpcError out(e.tag(), ErrorType::Application, e.what());
     out.path = dataPathOf(e.path());
     out.appTag = e.appTag();
+    out.info = e.info();
     switch (e.tag()) {
     case ds::ErrorTag::MissingElement:
     case ds::ErrorTag::BadElement:
@@ -278,6 +279,7 @@ void appendRpcError(std::string& out, const RpcError& e, const ly_ctx* ctx) {
     if (tag == ErrorTag::LockDenied || (tag == ErrorTag::InUse && e.sessionId != 0)) {
         appendElement(info, "session-id", std::to_string(e.sessionId));
     }
+    info += e.info; // an application's error-info, checked as XML where it came in
     if (!info.empty()) {
         out += "<error-info>" + info + "</error-info>";
     }

@@ -67,6 +67,9 @@ public:
     std::string badAttribute;    ///< error-info/bad-attribute
     std::string badNamespace;    ///< error-info/bad-namespace
     std::uint32_t sessionId = 0; ///< error-info/session-id (lock-denied, in-use)
+    /// More error-info content, XML elements with their namespaces (what an application refusing
+    /// a change gave: app/appserver.hpp), checked to be well-formed before it is set.
+    std::string info;
 
     RpcError& withPath(std::string p) {
         path = std::move(p);

@@ -78,7 +78,21 @@ po::options_description fileOptions(ServerConfig& c) {
             "store unlocked); past it the worker is stopped and the client gets resource-denied")
         ("xpath-workers", po::value<unsigned>(&c.xpathWorkers)->default_value(c.xpathWorkers),
             "XPath filters evaluated at once, each in a worker process that holds the YANG context; "
-            "more wait for a free worker");
+            "more wait for a free worker")
+        ("app-socket", po::value<std::string>(&c.appSocket),
+            "the unix socket of the application API (docs/app-guide.md); default <data-dir>/app.sock, "
+            "'none' turns the API off")
+        ("app-group", po::value<std::string>(&c.appGroup),
+            "the group that may connect to the application socket (mode 0660); default the server's")
+        ("app-user", po::value<std::vector<std::string>>(&c.appUsers)->composing(),
+            "UID=NAME: an application of that uid acts as user NAME (repeatable); otherwise root and the "
+            "server's own uid act as --app-root-user, others as their passwd name")
+        ("app-root-user", po::value<std::string>(&c.appRootUser)->default_value(c.appRootUser),
+            "the user that applications running as root or as the server's uid act as")
+        ("app-max-connections", po::value<unsigned>(&c.appMaxConnections)->default_value(c.appMaxConnections),
+            "applications connected at once; more are refused")
+        ("app-max-message", po::value<std::uint64_t>(&c.appMaxMessage)->default_value(c.appMaxMessage),
+            "bytes of one message of the application protocol, either way; a larger one ends its connection");
     // clang-format on
     return d;
 }
@@ -241,6 +255,16 @@ CommandLine parseCommandLine(int argc, const char* const argv[]) {
     }
     if (c.maxStartups == 0) {
         throw OptionsError("--max-startups must be at least 1");
+    }
+    if (c.appMaxConnections == 0 || c.appMaxMessage < 4096 || c.appMaxMessage > (1ull << 31)) {
+        throw OptionsError("--app-max-connections must be at least 1, --app-max-message 4096..2147483648");
+    }
+    for (const auto& u : c.appUsers) {
+        const auto eq = u.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == u.size() ||
+            u.find_first_not_of("0123456789") != eq) {
+            throw OptionsError("--app-user takes UID=NAME, not '" + u + "'");
+        }
     }
     if (c.maxMessageSize < 4096) {
         throw OptionsError("--max-message-size must be at least 4096 bytes");

@@ -58,6 +58,13 @@ struct ServerConfig {
     /// The program run as XPath worker: ncstored itself (main sets it). Empty: XPath filters are
     /// evaluated in the server with no budget (tests that embed the server).
     std::filesystem::path xpathWorkerProgram;
+    /// The application API's unix socket (netconfd/app): "" for <data-dir>/app.sock, "none": off.
+    std::string appSocket;
+    std::string appGroup;                    ///< the socket's group ("": the server's)
+    std::vector<std::string> appUsers;       ///< "UID=NAME": the user a peer uid acts as
+    std::string appRootUser = "admin";       ///< the user of root and of the server's own uid
+    unsigned appMaxConnections = 128;        ///< applications connected at once
+    std::uint64_t appMaxMessage = 16u << 20; ///< bytes of one message of the application protocol
 };
 
 enum class Action {

@@ -162,6 +162,23 @@ void Server::start() {
     transport::Listener& primary = *sshListener;
     addListener(std::move(sshListener));
     port_ = primary.port();
+    if (config_.appSocket != "none") {
+        // The application API (netconfd/app): one seam of its own, beside the transports.
+        app::Options apps;
+        apps.socket = config_.appSocket.empty() ? config_.dataDir / app::kDefaultSocketName
+                                                : std::filesystem::path(config_.appSocket);
+        apps.group = config_.appGroup;
+        for (const auto& u : config_.appUsers) {
+            const auto eq = u.find('=');
+            apps.users[static_cast<uid_t>(std::stoul(u.substr(0, eq)))] = u.substr(eq + 1);
+        }
+        apps.adminUser = config_.appRootUser;
+        apps.maxConnections = config_.appMaxConnections;
+        apps.maxMessage = static_cast<std::uint32_t>(config_.appMaxMessage);
+        apps_ = std::make_unique<app::AppServer>(app::Parts{ctx_.get(), *store_, *nacm_, *notifications_,
+                                                            *reads_, *dispatcher_, sessions_, *history_},
+                                                 std::move(apps));
+    }
 
     if (!firstLogin.empty()) {
         NCS_LOG(info) << "created the first user: " << firstLogin;
@@ -214,6 +231,7 @@ void Server::run() {
     NCS_LOG(info) << "stopping: no new sessions; finishing RPCs in flight";
     // No session starts from here on; every one there is wakes and sees the stop.
     sessions_.close();
+    apps_.reset(); // NETCONF sessions waiting for an application's answer get an error
     for (auto& listener : listeners) {
         listener->stop(); // returns once every connection's thread has ended
     }

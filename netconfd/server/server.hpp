@@ -15,6 +15,7 @@
 //    then the datastore drains its pending commits (its destructor).
 #pragma once
 
+#include "appserver.hpp"
 #include "confirm.hpp"
 #include "connection.hpp"
 #include "dispatcher.hpp"
@@ -114,6 +115,8 @@ private:
     std::condition_variable stopCv_;
     std::thread housekeepingThread_;
 
+    // Applications (netconfd/app): ended before the listeners, while what they use is alive.
+    std::unique_ptr<app::AppServer> apps_;
     // Last: stopped first, while everything their sessions use is alive.
     std::mutex listenersMutex_;
     std::vector<std::unique_ptr<transport::Listener>> listeners_;

@@ -30,6 +30,7 @@ fuzz_rpc) parts=("$here/dict/xml.dict" "$here/dict/netconf.dict") ;;
 fuzz_filter) parts=("$here/dict/xml.dict" "$here/dict/filter.dict") ;;
 fuzz_framing) parts=("$here/dict/framing.dict") ;;
 fuzz_nacm) parts=("$here/dict/xml.dict") ;;
+fuzz_app) parts=("$here/dict/app.dict") ;;
 *) parts=() ;; # fuzz_edit reads bytes as choices, not text
 esac
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/ncstore-$target.XXXXXX")

@@ -2,7 +2,9 @@
 // raises (ds::Error) and the NETCONF layer sends (rpc-error), with their one spelling.
 #pragma once
 
+#include <optional>
 #include <ostream>
+#include <string_view>
 
 namespace ncstore {
 
@@ -29,6 +31,8 @@ enum class ErrorTag {
 };
 /// The RFC spelling: "in-use", "invalid-value", ...
 const char* toString(ErrorTag tag);
+/// The tag RFC 6241 spells `text`, or nullopt.
+std::optional<ErrorTag> parseErrorTag(std::string_view text);
 inline std::ostream& operator<<(std::ostream& out, ErrorTag tag) {
     return out << toString(tag);
 }

@@ -105,6 +105,10 @@ void Service::raise(const std::string& content) {
     store_.appendJournal(kJournal, row(Clock::now(), content));
 }
 
+void Service::raise(const std::string& content, std::chrono::system_clock::time_point eventTime) {
+    store_.appendJournal(kJournal, row(eventTime, content));
+}
+
 std::shared_ptr<void> Service::follow() {
     // Not between publish()'s look at the count and its publication: an event is either on the
     // bus before the caller subscribes, or carries its change set.

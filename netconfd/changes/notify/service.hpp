@@ -56,6 +56,8 @@ public:
 
     /// Logs `content` (one event element, events.hpp) as an event of now; published once durable.
     void raise(const std::string& content);
+    /// The same with the event time its source gave (an application's notification).
+    void raise(const std::string& content, std::chrono::system_clock::time_point eventTime);
 
     /// Calls `fn` for each logged event whose time is in [start, stop] (no stop: every later one),
     /// in id order. Returns the highest id the log held when it was read (0: empty), whether or
