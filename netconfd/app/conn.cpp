@@ -250,6 +250,17 @@ bool Conn::send(const proto::Message& m) {
         if (closed_) {
             return false;
         }
+        if (out_.empty() && !sending_) {
+            // Nothing waits before it: written at once if the socket takes it, without waking the
+            // sender (a thread hand-off costs more than the request on a busy machine).
+            const ssize_t n = ::send(fd_.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n == static_cast<ssize_t>(frame.size())) {
+                return true;
+            }
+            if (n > 0) {
+                frame.erase(0, static_cast<std::size_t>(n));
+            }
+        }
         if (outBytes_ + frame.size() > hub_.options().maxQueueBytes) {
             // Unlock before close(): it takes the same mutex.
         } else {
@@ -436,21 +447,29 @@ void Conn::readLoop() {
                 eventsCv_.notify_all();
                 break;
             }
+            case Type::Subscribe:
+            case Type::Provide:
+            case Type::RegisterRpc:
+                registered_ = true; // from now on it may be asked: its requests leave this thread
+                [[fallthrough]];
             case Type::Get:
             case Type::Edit:
             case Type::Commit:
-            case Type::Subscribe:
             case Type::Unsubscribe:
             case Type::Push:
             case Type::PushDelete:
-            case Type::Provide:
-            case Type::RegisterRpc:
             case Type::Unregister:
             case Type::Notify: {
                 // Only edits and commits may wait for applications (their verification): the rest
                 // is served beside them, so that a callback's own request is never stuck behind
                 // the commit it is part of.
                 const bool read = m->type != Type::Edit && m->type != Type::Commit;
+                if (!registered_ && idle()) {
+                    // An application that registered nothing is never asked anything: nothing
+                    // for this thread to read while it serves the request itself.
+                    handle(*m);
+                    break;
+                }
                 {
                     const std::lock_guard lock(workMutex_);
                     auto& queue = read ? reads_ : writes_;
@@ -475,6 +494,11 @@ void Conn::readLoop() {
     }
 }
 
+bool Conn::idle() {
+    const std::lock_guard lock(workMutex_);
+    return writes_.empty() && reads_.empty() && busy_ == 0;
+}
+
 void Conn::sendLoop() {
     for (;;) {
         std::string frame;
@@ -487,11 +511,14 @@ void Conn::sendLoop() {
             frame = std::move(out_.front());
             out_.pop_front();
             outBytes_ -= frame.size();
+            sending_ = true;
         }
         if (!writeAll(fd_.get(), frame, kSendTimeout)) {
             close("does not read: a message waited more than " + std::to_string(kSendTimeout.count()) + " s");
             return;
         }
+        const std::lock_guard lock(outMutex_);
+        sending_ = false;
     }
 }
 
@@ -507,8 +534,11 @@ void Conn::workLoop(bool reads) {
             }
             m = std::move(queue.front());
             queue.pop_front();
+            ++busy_;
         }
         handle(m);
+        const std::lock_guard lock(workMutex_);
+        --busy_;
     }
 }
 
@@ -683,13 +713,14 @@ proto::Message Conn::get(const proto::Message& m) {
     r.id = m.id;
     if (f.integer(Field::View, 0) == 1) {
         const auto event = static_cast<std::uint32_t>(f.integer(Field::Event, 0));
-        const ds::Verification* view = hub_.viewOf(*this, event);
-        if (!view) {
+        const bool found = hub_.withView(*this, event, [&](const ds::Verification& view) {
+            auto prepared = p.reads.prepare(view.after(), filter.node, wd, limited);
+            r.fields.add(Field::Xml, p.reads.finish(std::move(prepared), [this] { return closed(); }));
+        });
+        if (!found) {
             throw RpcError::invalidValue("event " + std::to_string(event) +
                                          " is no verification of this application in progress");
         }
-        auto prepared = p.reads.prepare(view->after(), filter.node, wd, limited);
-        r.fields.add(Field::Xml, p.reads.finish(std::move(prepared), [this] { return closed(); }));
         return r;
     }
     const std::uint64_t dsValue = f.integer(Field::Datastore, 0);

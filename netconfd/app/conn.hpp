@@ -6,7 +6,10 @@
 // write worker (edits and commits, in order: they may wait for verification) and a quick worker
 // (everything else: gets, pushes, notifications, subscriptions and registrations, also those
 // made from inside a callback while the write worker waits for this very application). A request
-// never waits behind an event answer, nor the other way round.
+// never waits behind an event answer, nor the other way round. An application that subscribed to
+// nothing and registered nothing is never asked anything: the reader serves its requests itself,
+// and a reply goes out from the thread that made it unless others wait before it (each thread
+// hand-off, a wake-up and a context switch, costs more here than a small commit).
 #pragma once
 
 #include "hub.hpp"
@@ -60,6 +63,8 @@ private:
     void readLoop();
     void sendLoop();
     void workLoop(bool reads);
+    /// No request queued or being served (the reader may then serve the next one itself).
+    bool idle();
     void handle(const proto::Message& m);
     proto::Message edit(const proto::Message& m);
     proto::Message commit(const proto::Message& m);
@@ -88,11 +93,14 @@ private:
     std::condition_variable outCv_;
     std::deque<std::string> out_;
     std::uint64_t outBytes_ = 0;
+    bool sending_ = false; ///< the sender is writing a frame (replies wait behind it)
 
     std::mutex workMutex_;
     std::condition_variable workCv_;
     std::deque<proto::Message> writes_;
     std::deque<proto::Message> reads_;
+    int busy_ = 0;            ///< requests the workers are serving
+    bool registered_ = false; ///< it subscribed or registered something (the reader's)
 
     struct Pending {
         std::chrono::steady_clock::time_point deadline;

@@ -404,10 +404,28 @@ void Hub::connectionEnded(const Conn& c) {
     pushed_.erase(&c);
 }
 
-const ds::Verification* Hub::viewOf(const Conn& c, std::uint32_t event) const {
-    const std::lock_guard lock(verifyMutex_);
-    const auto it = views_.find({&c, event});
-    return it == views_.end() ? nullptr : it->second;
+bool Hub::withView(const Conn& c, std::uint32_t event, const std::function<void(const ds::Verification&)>& fn) {
+    const ds::Verification* view = nullptr;
+    {
+        const std::lock_guard lock(verifyMutex_);
+        const auto it = views_.find({&c, event});
+        if (it == views_.end()) {
+            return false;
+        }
+        ++it->second.readers;
+        view = it->second.view;
+    }
+    struct Done {
+        Hub& hub;
+        std::pair<const Conn*, std::uint32_t> key;
+        ~Done() {
+            const std::lock_guard lock(hub.verifyMutex_);
+            --hub.views_[key].readers;
+            hub.viewsCv_.notify_all();
+        }
+    } done{*this, {&c, event}};
+    fn(*view);
+    return true;
 }
 
 bool Hub::concerns(const ds::ChangeSet& changes) const {
@@ -450,8 +468,10 @@ void Hub::verify(const ds::ChangeSet& changes, const ds::Verification& view) {
         Hub& hub;
         std::vector<std::pair<const Conn*, std::uint32_t>>& keys;
         ~ViewsGone() {
-            const std::lock_guard lock(hub.verifyMutex_);
+            // The view dies with the verification: a read of it still in progress ends first.
+            std::unique_lock lock(hub.verifyMutex_);
             for (const auto& k : keys) {
+                hub.viewsCv_.wait(lock, [&] { return hub.views_[k].readers == 0; });
                 hub.views_.erase(k);
             }
         }
@@ -472,7 +492,7 @@ void Hub::verify(const ds::ChangeSet& changes, const ds::Verification& view) {
         {
             const std::lock_guard lock(verifyMutex_);
             inFlight_[&changes].push_back(Asked{conn, sub->id, event, false});
-            views_[{conn.get(), event}] = &view;
+            views_[{conn.get(), event}] = View{&view, 0};
             viewKeys.emplace_back(conn.get(), event);
         }
         const Conn::Answer a = conn->ask(Type::Verify, std::move(f), sub->deadline, event);

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,8 +77,9 @@ public:
     void pushDelete(const Conn& c, const std::string& xpath, bool persistent);
     /// Everything a connection held goes: subscriptions, pushed data (the rest is the Conn's).
     void connectionEnded(const Conn& c);
-    /// The current verification's view for event `event` of connection `c`, or nullptr.
-    const ds::Verification* viewOf(const Conn& c, std::uint32_t event) const;
+    /// Runs `fn` on the view of the verification in progress that event `event` of connection
+    /// `c` is part of (the verification does not end meanwhile); false when there is none.
+    bool withView(const Conn& c, std::uint32_t event, const std::function<void(const ds::Verification&)>& fn);
 
     // ds::Verifier
     bool concerns(const ds::ChangeSet& changes) const override;
@@ -124,7 +126,12 @@ private:
     };
     mutable std::mutex verifyMutex_;
     std::map<const ds::ChangeSet*, std::vector<Asked>> inFlight_;
-    std::map<std::pair<const Conn*, std::uint32_t>, const ds::Verification*> views_;
+    struct View {
+        const ds::Verification* view = nullptr;
+        int readers = 0; ///< reads of it in progress: the verification waits for them to end
+    };
+    std::map<std::pair<const Conn*, std::uint32_t>, View> views_;
+    std::condition_variable viewsCv_;
 
     mutable std::mutex pushMutex_;
     std::map<const Conn*, Tree> pushed_;
