@@ -71,7 +71,7 @@ stage_asan() {
 
 stage_tsan() {
     CC=clang CXX=clang++ configure build-tsan -DNCSTORE_SANITIZE=thread
-    cmake --build build-tsan -j"$jobs" --target ncstored datastore_tests ncstore-crash-driver
+    cmake --build build-tsan -j"$jobs" --target ncstored datastore_tests ncstore-crash-driver app_lib_test
     rm -rf build-tsan/sanitizer-reports
     local status=0
     ctest --test-dir build-tsan --output-on-failure --timeout 1800 -L concurrency || status=$?
