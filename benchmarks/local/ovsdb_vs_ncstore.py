@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -315,6 +316,153 @@ def comparison(results, backends):
             "| backend | durability | shape | result |", "|---|---|---|---|"] + lines
 
 
+# --- Extras (--extras): what an application costs ncstored, beyond its own commits.
+
+def ncstore_server(args, workdir):
+    """ncstored (durability normal) on a fresh data dir: (Server, port, admin password)."""
+    server = start_ncstore(workdir, False, args)
+    port_file = workdir / "data" / "port"
+    log_text = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        log_text = Path(server.log_files[0]).read_text()
+        m = re.search(r"^listening on [0-9.]+:(\d+)$", log_text, re.M)
+        if m:
+            password = re.search(r"^login: admin / password: (\S+)", log_text, re.M).group(1)
+            return server, int(m.group(1)), password
+        time.sleep(0.05)
+    raise RuntimeError("ncstored did not print its port" + tail_logs(server.log_files))
+
+
+def start_app(args, *cmd):
+    """An ncstore-bench-app process, once it printed ready."""
+    proc = subprocess.Popen([args.bench_app, *cmd], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    if line != "ready":
+        proc.kill()
+        raise RuntimeError(f"ncstore-bench-app {cmd[0]} did not start: {line!r}")
+    return proc
+
+
+def stop_app(proc):
+    proc.terminate()
+    out = proc.communicate(timeout=30)[0]
+    return json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+
+
+def driver_run(args, server, clients, transactions, workdir, name):
+    out = workdir / f"{name}.json"
+    subprocess.run([args.driver, "--backend", "ncstore", "--socket", server.socket, "--clients", str(clients),
+                    "--transactions", str(transactions), "--warmup", str(args.warmup), "--server-pid",
+                    str(server.proc.pid), "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def extras(args):
+    """Subscriber cost, pull against configuration, notifications: Markdown lines."""
+    lines = []
+    # 1000 single-entry local commits with 0, 1 and 10 verify+apply subscribers.
+    rows = []
+    for n in (0, 1, 10):
+        per = []
+        for _ in range(args.rounds):
+            workdir = Path(tempfile.mkdtemp(prefix="ncstore-extras-", dir=args.tmp))
+            server, _, _ = ncstore_server(args, workdir)
+            try:
+                subs = start_app(args, "subscribers", "--socket", server.socket, "--count", str(n)) if n else None
+                r = driver_run(args, server, 1, 1000, workdir, f"subs{n}")
+                seen = stop_app(subs) if subs else {}
+                per.append((r, seen))
+            finally:
+                stop_ovsdb(server)
+                shutil.rmtree(workdir, ignore_errors=True)
+        p50 = statistics.median(r["latency_ms"]["p50"] for r, _ in per)
+        p99 = statistics.median(r["latency_ms"]["p99"] for r, _ in per)
+        cpu = statistics.median(r["server_cpu_us_per_tx"] for r, _ in per)
+        errors = sum(r["errors"] for r, _ in per)
+        applied = [s.get("applied") for _, s in per]
+        rows.append((n, p50, p99, cpu, errors, applied))
+        log(f"extras: {n} subscribers: p50 {p50:.3f} ms, p99 {p99:.3f} ms, server {cpu:.1f} us/commit")
+    base = rows[0][1]
+    lines += ["", "## Cost of subscribers (1 client, 1000 single-entry local commits)", "",
+              "Each subscriber is a connection of `ncstore-bench-app subscribers` that verifies (accepts) and "
+              "applies every change of /ncstore-bench-rows:rows. Goal: +1 subscriber <= +50 us p50.", "",
+              "| subscribers | p50 ms | p99 ms | server CPU us/commit | p50 vs none | applied per subscriber "
+              "(runs) | errors |", "|---|---|---|---|---|---|---|"]
+    for n, p50, p99, cpu, errors, applied in rows:
+        lines.append(f"| {n} | {p50:.3f} | {p99:.3f} | {cpu:.1f} | {(p50 - base) * 1000:+.0f} us | "
+                     f"{', '.join(str(a // n) if a is not None and n else '-' for a in applied)} | {errors} |")
+
+    # <get> of 1000 provider-supplied entries against the same entries from configuration.
+    workdir = Path(tempfile.mkdtemp(prefix="ncstore-extras-", dir=args.tmp))
+    server, port, password = ncstore_server(args, workdir)
+    try:
+        driver_run(args, server, 1, 1000, workdir, "load")  # rows c0-s0 .. c0-s999 (and the warmup's)
+        provider = start_app(args, "provider", "--socket", server.socket, "--entries", "1000")
+        filters = {"config": ("get-config", "<rows xmlns=\"urn:ncstore:bench:rows\"/>"),
+                   "provider": ("get", "<state xmlns=\"urn:ncstore:bench:rows\"/>")}
+        timings = {}
+        for name, (op, flt) in filters.items():
+            f = workdir / f"{name}.xml"
+            f.write_text(flt)
+            out = subprocess.run([args.client, "--port", str(port), "--user", "admin", "--password", password,
+                                  "--repeat", str(20 * args.rounds), "--json", op, "--filter-subtree", str(f)],
+                                 capture_output=True, text=True, check=True).stdout
+            timings[name] = json.loads(out.strip().splitlines()[-1])
+        pulls = stop_app(provider).get("pulls")
+    finally:
+        stop_ovsdb(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+    c, p = timings["config"], timings["provider"]
+    lines += ["", "## Pull: `<get>` of 1000 provider-supplied entries vs the same entries from configuration", "",
+              f"ncstore-client (libnetconf2, one SSH session) sends {c['count']} reads of each, one after another; "
+              f"the provider (`ncstore-bench-app provider`) builds its 1000 rows per pull; it was pulled {pulls} "
+              "times in all (the client's own reads at login included).", "",
+              "| read | p50 ms | p99 ms | reads/s |", "|---|---|---|---|",
+              f"| get-config of /rows (configuration) | {c['lat_p50_s'] * 1000:.2f} | {c['lat_p99_s'] * 1000:.2f} | "
+              f"{c['ops_per_s']:.1f} |",
+              f"| get of /state (the provider) | {p['lat_p50_s'] * 1000:.2f} | {p['lat_p99_s'] * 1000:.2f} | "
+              f"{p['ops_per_s']:.1f} |",
+              f"| ratio provider / configuration | {p['lat_p50_s'] / c['lat_p50_s']:.2f}x | | |"]
+
+    # 10,000 notifications from one application to one NETCONF subscriber.
+    workdir = Path(tempfile.mkdtemp(prefix="ncstore-extras-", dir=args.tmp))
+    server, port, password = ncstore_server(args, workdir)
+    count = 10000
+    try:
+        sub = subprocess.Popen([args.client, "--port", str(port), "--user", "admin", "--password", password,
+                                "subscribe"], stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # subscribed
+        t0 = time.monotonic()
+        sender = subprocess.Popen([args.bench_app, "notify", "--socket", server.socket, "--count", str(count)],
+                                  stdout=subprocess.PIPE, text=True)
+        seen = 0
+        last = None
+        deadline = t0 + 120
+        for line in sub.stdout:
+            if "<seq>" in line or "<tick" in line:
+                seen += line.count("<seq>")
+                if seen >= count:
+                    last = time.monotonic()
+                    break
+            if time.monotonic() > deadline:
+                break
+        sent = json.loads(sender.communicate(timeout=60)[0].strip().splitlines()[-1])
+        sub.kill()
+        sub.wait()
+    finally:
+        stop_ovsdb(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+    lines += ["", "## Notifications: one application to one NETCONF subscriber", "",
+              f"`ncstore-bench-app notify` raises {count} notifications, each request waiting for its reply; "
+              "`ncstore-client subscribe` (RFC 5277) prints what it receives. Goal: 10,000 notifications/s.", "",
+              "| raised per s (application) | received | first raised to last received s | received per s |",
+              "|---|---|---|---|",
+              f"| {sent['per_s']:,.0f} | {seen} | {(last - t0) if last else float('nan'):.2f} | "
+              f"{(seen / (last - t0)) if last else 0:,.0f} |"]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backends", default="ovsdb", help=f"comma-separated, of: {', '.join(BACKENDS)}")
@@ -327,6 +475,8 @@ def main():
     ap.add_argument("--ovsdb-server", default=shutil.which("ovsdb-server") or "/usr/sbin/ovsdb-server")
     ap.add_argument("--ovsdb-tool", default=shutil.which("ovsdb-tool") or "/usr/bin/ovsdb-tool")
     ap.add_argument("--ncstored", default=None, help="the ncstored binary (default: from --build)")
+    ap.add_argument("--extras", action="store_true", help="also: the cost of subscribers, pull against "
+                    "configuration, notifications (ncstore only)")
     ap.add_argument("--ncstore-history", type=int, default=1000,
                     help="ncstored --history-max-commits (its default; 0: no commit history)")
     ap.add_argument("--tmp", default=None, help="where the temporary directories go (on a disk, for durable)")
@@ -344,8 +494,11 @@ def main():
         if not args.driver:
             sys.exit(f"ncstore-localload not found in {', '.join(map(str, cands))}: build it "
                      "(cmake --build BUILD --target ncstore-localload) or give --driver")
+    build_dir = Path(args.driver).resolve().parents[2]
     if not args.ncstored:
-        args.ncstored = str(Path(args.driver).resolve().parents[2] / "netconfd" / "ncstored")
+        args.ncstored = str(build_dir / "netconfd" / "ncstored")
+    args.bench_app = str(build_dir / "benchmarks" / "local" / "ncstore-bench-app")
+    args.client = str(build_dir / "clients" / "ncstore-client")
     try:
         backends = [BACKENDS[n] for n in args.backends.split(",")]
     except KeyError as e:
@@ -414,6 +567,8 @@ def main():
         lines += ["", "**Runs with errors** (first message of each point):", ""]
         lines += [f"- {k[0]} {'durable' if k[1] else 'non-durable'} {k[2]}: `{e}`" for k, e in errs]
     lines += comparison(results, backends)
+    if args.extras:
+        lines += extras(args)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
