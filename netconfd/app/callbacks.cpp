@@ -37,6 +37,15 @@ std::optional<RpcError> errorOf(const proto::Fields& f, const ly_ctx* ctx, const
     return e;
 }
 
+/// The Ok of a registration, with the id it is known by.
+proto::Message idReply(std::uint32_t request, Field field, std::uint32_t id) {
+    proto::Message r;
+    r.type = Type::Ok;
+    r.id = request;
+    r.fields.add(field, static_cast<std::uint64_t>(id));
+    return r;
+}
+
 Tree parseXml(const ly_ctx* ctx, const std::string& xml, uint32_t parseOptions) {
     lyd_node* tree = nullptr;
     ly_in* in = nullptr;
@@ -160,11 +169,7 @@ proto::Message Conn::provide(const proto::Message& m) {
                                                              label(), deadline, cache));
     providers_.push_back(name);
     providerIds_[id] = name;
-    proto::Message r;
-    r.type = Type::Ok;
-    r.id = m.id;
-    r.fields.add(Field::Provider, static_cast<std::uint64_t>(id));
-    return r;
+    return idReply(m.id, Field::Provider, id);
 }
 
 proto::Message Conn::registerRpc(const proto::Message& m) {
@@ -239,11 +244,7 @@ proto::Message Conn::registerRpc(const proto::Message& m) {
     handlers_.emplace_back(module, name);
     handlerIds_[id] = {module, name};
     NCS_LOG(info) << "application " << label() << " answers " << path;
-    proto::Message r;
-    r.type = Type::Ok;
-    r.id = m.id;
-    r.fields.add(Field::Handler, static_cast<std::uint64_t>(id));
-    return r;
+    return idReply(m.id, Field::Handler, id);
 }
 
 proto::Message Conn::unregister(const proto::Message& m) {

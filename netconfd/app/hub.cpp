@@ -404,7 +404,8 @@ void Hub::connectionEnded(const Conn& c) {
     pushed_.erase(&c);
 }
 
-bool Hub::withView(const Conn& c, std::uint32_t event, const std::function<void(const ds::Verification&)>& fn) {
+bool Hub::withView(const Conn& c, std::uint32_t event,
+                   const std::function<void(const ds::Verification&)>& fn) {
     const ds::Verification* view = nullptr;
     {
         const std::lock_guard lock(verifyMutex_);

@@ -6,38 +6,6 @@ namespace ncstore::netconfd::app {
 
 namespace {
 
-/// "/m:a/b[k='x']/c" -> "/m:a/b/c": the schema path lys_find_path resolves.
-std::string withoutPredicates(const std::string& path, bool& had) {
-    std::string out;
-    int depth = 0;
-    char quote = 0;
-    for (char c : path) {
-        if (quote) {
-            if (c == quote) {
-                quote = 0;
-            }
-            continue;
-        }
-        if (depth > 0) {
-            if (c == '\'' || c == '"') {
-                quote = c;
-            } else if (c == '[') {
-                ++depth;
-            } else if (c == ']') {
-                --depth;
-            }
-            continue;
-        }
-        if (c == '[') {
-            had = true;
-            ++depth;
-            continue;
-        }
-        out.push_back(c);
-    }
-    return out;
-}
-
 bool isAncestorOrSelf(const lysc_node* ancestor, const lysc_node* node) {
     for (const lysc_node* n = node; n; n = n->parent) {
         if (n == ancestor) {
@@ -48,6 +16,33 @@ bool isAncestorOrSelf(const lysc_node* ancestor, const lysc_node* node) {
 }
 
 } // namespace
+
+std::string schemaPathOf(const std::string& path, bool* had) {
+    std::string out;
+    int depth = 0;
+    char quote = 0;
+    for (char c : path) {
+        if (quote) {
+            quote = c == quote ? 0 : quote;
+        } else if (depth > 0) {
+            if (c == '\'' || c == '"') {
+                quote = c;
+            } else if (c == '[') {
+                ++depth;
+            } else if (c == ']') {
+                --depth;
+            }
+        } else if (c == '[') {
+            if (had) {
+                *had = true;
+            }
+            ++depth;
+        } else {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
 
 Interest::Interest(const ly_ctx* ctx, std::string xpath) : xpath_(std::move(xpath)) {
     if (xpath_.size() < 2 || xpath_[0] != '/') {
@@ -68,7 +63,7 @@ Interest::Interest(const ly_ctx* ctx, std::string xpath) : xpath_(std::move(xpat
         }
         return;
     }
-    const std::string schemaPath = withoutPredicates(xpath_, predicates_);
+    const std::string schemaPath = schemaPathOf(xpath_, &predicates_);
     schema_ = lys_find_path(ctx, nullptr, schemaPath.c_str(), 0);
     if (!schema_) {
         throw std::invalid_argument("the subscription's subtree \"" + xpath_ +

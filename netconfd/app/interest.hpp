@@ -16,6 +16,10 @@
 
 namespace ncstore::netconfd::app {
 
+/// A data path without its predicates ("/m:a/b[k='x']/c" -> "/m:a/b/c"): the schema path
+/// lys_find_path() reads. `had` tells whether there were any.
+std::string schemaPathOf(const std::string& path, bool* had = nullptr);
+
 class Interest {
 public:
     /// Throws std::invalid_argument naming what does not resolve in `ctx`.

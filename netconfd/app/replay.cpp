@@ -4,6 +4,7 @@
 #include "conn.hpp"
 
 #include "history.hpp"
+#include "interest.hpp"
 
 #include "ncstore/log.hpp"
 
@@ -20,28 +21,7 @@ Tree dupNode(const lyd_node* node) {
 }
 
 const lysc_node* schemaOf(const ly_ctx* ctx, const std::string& path) {
-    // The data path without its predicates is the schema path lys_find_path reads.
-    std::string schemaPath;
-    int depth = 0;
-    char quote = 0;
-    for (char c : path) {
-        if (quote) {
-            quote = c == quote ? 0 : quote;
-        } else if (depth > 0) {
-            if (c == '\'' || c == '"') {
-                quote = c;
-            } else if (c == '[') {
-                ++depth;
-            } else if (c == ']') {
-                --depth;
-            }
-        } else if (c == '[') {
-            ++depth;
-        } else {
-            schemaPath.push_back(c);
-        }
-    }
-    return lys_find_path(ctx, nullptr, schemaPath.c_str(), 0);
+    return lys_find_path(ctx, nullptr, schemaPathOf(path).c_str(), 0);
 }
 
 /// The change that `undo` undoes, with its new value or subtree as `after` (running right after
