@@ -71,7 +71,8 @@ stage_asan() {
 
 stage_tsan() {
     CC=clang CXX=clang++ configure build-tsan -DNCSTORE_SANITIZE=thread
-    cmake --build build-tsan -j"$jobs" --target ncstored datastore_tests ncstore-crash-driver app_lib_test
+    cmake --build build-tsan -j"$jobs" --target ncstored datastore_tests ncstore-crash-driver app_lib_test \
+        ncstore-example-ifmgr # e2e_app runs it
     rm -rf build-tsan/sanitizer-reports
     local status=0
     ctest --test-dir build-tsan --output-on-failure --timeout 1800 -L concurrency || status=$?

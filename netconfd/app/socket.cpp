@@ -1,5 +1,6 @@
 #include "socket.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -26,11 +27,23 @@ Fd listenUnix(const std::filesystem::path& path, const std::string& group) {
     const std::string p = path.string();
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
+    // A path longer than sun_path (a deep data directory) is bound through the directory's open
+    // descriptor: /proc/self/fd/N/NAME names the same place in a few bytes.
+    Fd dir;
+    std::string bindPath = p;
     if (p.size() >= sizeof(addr.sun_path)) {
-        throw std::runtime_error("the application socket path " + p + " is longer than " +
-                                 std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
+        dir.reset(::open(path.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!dir) {
+            throw std::runtime_error("cannot open the directory of the application socket " + p + ": " +
+                                     std::strerror(errno));
+        }
+        bindPath = "/proc/self/fd/" + std::to_string(dir.get()) + "/" + path.filename().string();
+        if (bindPath.size() >= sizeof(addr.sun_path)) {
+            throw std::runtime_error("the application socket's name " + path.filename().string() +
+                                     " is too long");
+        }
     }
-    std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+    std::memcpy(addr.sun_path, bindPath.c_str(), bindPath.size() + 1);
     Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) {
         throw std::runtime_error(std::string("socket(AF_UNIX): ") + std::strerror(errno));

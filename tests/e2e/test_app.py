@@ -375,3 +375,25 @@ def test_hostile_local_clients_disturb_no_netconf_session(server, m):
         for s in many + [garbage, oversize, silent]:
             s.close()
     assert server.alive()
+
+
+def test_a_data_directory_deeper_than_a_socket_path_still_serves_applications():
+    """sun_path holds 107 bytes; a deep data directory's socket is bound and reached through the
+    directory's descriptor (/proc/self/fd/N/app.sock), by the server and by libncstore-app."""
+    from ncserver import Server
+    deep = Server(name="app-" + "d" * 100)
+    try:
+        deep.start()
+        path = sock(deep)
+        assert len(path) > 107 and os.path.exists(path)
+        ifmgr = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(os.environ["NCSTORED"]))), "app",
+                             "ncstore-example-ifmgr")
+        proc = subprocess.Popen([ifmgr, "--socket", path], stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().startswith("ifmgr: session ")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    finally:
+        deep.stop()
+        deep.cleanup()

@@ -13,6 +13,7 @@
 
 #include "ncstore/app/protocol.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -408,11 +409,26 @@ Session::Session(Connection::Options options) : options_(std::move(options)) {
     }
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
+    // A path longer than sun_path (a deep data directory) is reached through its directory's open
+    // descriptor: /proc/self/fd/N/NAME names the same socket in a few bytes.
+    Fd dir;
+    std::string target = path;
     if (path.size() >= sizeof(addr.sun_path)) {
-        throw Error("socket path " + path + " is longer than a unix socket's " +
-                    std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
+        const auto slash = path.rfind('/');
+        const std::string parent = slash == std::string::npos ? "."
+                                   : slash == 0               ? "/"
+                                                              : path.substr(0, slash);
+        dir = Fd(::open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (dir.get() < 0) {
+            throw Error(systemError("open the directory of " + path));
+        }
+        target = "/proc/self/fd/" + std::to_string(dir.get()) + "/" + path.substr(slash + 1);
+        if (target.size() >= sizeof(addr.sun_path)) {
+            throw Error("socket name of " + path + " is longer than a unix socket's " +
+                        std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
+        }
     }
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    std::memcpy(addr.sun_path, target.c_str(), target.size() + 1);
     sock_ = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (sock_.get() < 0) {
         throw Error(systemError("socket"));
