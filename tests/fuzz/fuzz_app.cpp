@@ -29,7 +29,7 @@ namespace {
 }
 
 const ly_ctx* serverContext() {
-    static const Context ctx = models::buildContext(models::defaultModelOptions());
+    static const Context ctx = buildContext(defaultModelOptions());
     return ctx.get();
 }
 
@@ -126,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             violated("a message encoded again is not the frame it came from");
         }
         total += again.size();
-        const std::string_view w = proto::encode(whole.messages[i], max);
+        const std::string w = proto::encode(whole.messages[i], max);
         if (w != again) {
             violated("split and whole decoding disagree on a message");
         }
