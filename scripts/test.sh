@@ -85,7 +85,7 @@ stage_fuzz() {
     cmake --build build-fuzz -j"$jobs" --target fuzz
     ctest --test-dir build-fuzz --output-on-failure -L fuzz
     # The targets fuzz side by side, one per core: fuzz_seconds each, not five times that.
-    local targets=(fuzz_rpc fuzz_filter fuzz_edit fuzz_framing fuzz_nacm) pids=() target
+    local targets=(fuzz_rpc fuzz_filter fuzz_edit fuzz_framing fuzz_nacm fuzz_app) pids=() target
     for target in "${targets[@]}"; do
         while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
             wait -n || true # each target's status is read below
