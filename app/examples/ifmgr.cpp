@@ -154,6 +154,15 @@ int main(int argc, char** argv) {
                 std::ofstream(stateFile) << changes.commitId << "\n";
             }
         };
+        if (since) {
+            // Restarted: the state it pushed went with the previous process, so it starts from
+            // the configuration as it is; the replay then names exactly the changes made since the
+            // last commit it applied (applying them onto the current configuration is harmless
+            // here: sets and erases), which a real daemon would program into its hardware.
+            const std::lock_guard lock(knownMutex);
+            interfacesIn(nc.get(ncstore::app::Datastore::Running, kInterfaces), known);
+            nc.push(stateXml());
+        }
         ncstore::app::Registration registration = nc.subscribe(std::move(sub));
         std::cout << "ifmgr: session " << nc.session() << " as " << nc.user()
                   << (since ? ", resuming after commit " + std::to_string(*since) : std::string())
