@@ -164,9 +164,11 @@ int main(int argc, char** argv) {
             nc.push(stateXml());
         }
         ncstore::app::Registration registration = nc.subscribe(std::move(sub));
+        std::unique_lock printing(knownMutex); // its applies print from the callback thread
         std::cout << "ifmgr: session " << nc.session() << " as " << nc.user()
                   << (since ? ", resuming after commit " + std::to_string(*since) : std::string())
                   << std::endl;
+        printing.unlock();
         while (!stopRequested && nc.connected()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }

@@ -100,6 +100,9 @@ public:
         proto::Fields f;
         f.add(Field::Provider, static_cast<std::uint64_t>(id_)).add(Field::XPath, query.xpath);
         const Conn::Answer a = conn->ask(Type::Pull, std::move(f), deadline_);
+        if (a.kind == Conn::Answer::Kind::NotSent) {
+            return nullptr; // gone before it was asked: its data went with it
+        }
         if (a.kind == Conn::Answer::Kind::Timeout) {
             throw ds::Error(ErrorTag::OperationFailed,
                             "application " + app_ + " did not provide " + interest_.xpath() + " within " +
@@ -207,7 +210,7 @@ proto::Message Conn::registerRpc(const proto::Message& m) {
                 throw RpcError::operationFailed("the application " + app + " did not answer " + path +
                                                 " within " + std::to_string(deadline.count()) + " ms");
             }
-            if (a.kind == Conn::Answer::Kind::Closed) {
+            if (a.kind == Conn::Answer::Kind::Closed || a.kind == Conn::Answer::Kind::NotSent) {
                 throw RpcError::operationFailed("the application " + app +
                                                 " closed its connection while answering " + path);
             }

@@ -245,6 +245,7 @@ bool Conn::send(const proto::Message& m) {
                          << " not sent: " << e.what();
         return false;
     }
+    bool dead = false;
     {
         const std::lock_guard lock(outMutex_);
         if (closed_) {
@@ -259,9 +260,11 @@ bool Conn::send(const proto::Message& m) {
             }
             if (n > 0) {
                 frame.erase(0, static_cast<std::size_t>(n));
+            } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                dead = true; // the peer is gone (EPIPE, ECONNRESET): nothing of this reaches it
             }
         }
-        if (outBytes_ + frame.size() > hub_.options().maxQueueBytes) {
+        if (dead || outBytes_ + frame.size() > hub_.options().maxQueueBytes) {
             // Unlock before close(): it takes the same mutex.
         } else {
             outBytes_ += frame.size();
@@ -269,6 +272,10 @@ bool Conn::send(const proto::Message& m) {
             outCv_.notify_one();
             return true;
         }
+    }
+    if (dead) {
+        close("closed its socket");
+        return false;
     }
     close("does not read what it is sent fast enough: more than " +
           std::to_string(hub_.options().maxQueueBytes) +
@@ -294,6 +301,7 @@ Conn::Answer Conn::ask(proto::Type type, proto::Fields fields, std::chrono::mill
     if (!send(m)) {
         const std::lock_guard lock(eventsMutex_);
         pending_.erase(event);
+        a.kind = Answer::Kind::NotSent;
         return a;
     }
     std::unique_lock lock(eventsMutex_);

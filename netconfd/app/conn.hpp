@@ -42,7 +42,8 @@ public:
     /// An event the application must answer (Verify, Pull, Call): sent with a new event id and
     /// `deadline`; waits for the answer, which Extend may postpone.
     struct Answer {
-        enum class Kind { Answered, Closed, Timeout } kind = Kind::Closed;
+        /// NotSent: the connection was closed (or found dead) before the event went out.
+        enum class Kind { Answered, Closed, Timeout, NotSent } kind = Kind::Closed;
         proto::Fields fields;
     };
     /// `event`: an id from newEvent() (0: a new one).

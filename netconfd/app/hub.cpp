@@ -477,13 +477,22 @@ void Hub::verify(const ds::ChangeSet& changes, const ds::Verification& view) {
             }
         }
     } gone{*this, viewKeys};
+    // An application that is gone before it was asked is no verifier any more (its subscription
+    // goes with its connection a moment later), unless the subtree needs it (mandatory).
+    auto goneBefore = [&](const Sub& sub) {
+        if (sub.mandatory) {
+            throw ds::Error(ErrorTag::OperationFailed,
+                            "the application " + sub.app + " that must verify changes of " +
+                                sub.interest.xpath() + " is not connected: nothing was committed",
+                            describe(changes), "ncstore-app-missing");
+        }
+        NCS_LOG(info) << "application " << sub.app << " is gone: not asked to verify " << describe(changes);
+    };
     for (const auto& sub : list) {
         const auto conn = sub->conn.lock();
         if (!conn || conn->closed()) {
-            throw ds::Error(ErrorTag::OperationFailed,
-                            "the application " + sub->app + " that verifies " + sub->interest.xpath() +
-                                " is gone: nothing was committed",
-                            describe(changes), "ncstore-app-gone");
+            goneBefore(*sub);
+            continue;
         }
         proto::Fields f;
         f.add(Field::Subscription, static_cast<std::uint64_t>(sub->id));
@@ -497,6 +506,10 @@ void Hub::verify(const ds::ChangeSet& changes, const ds::Verification& view) {
             viewKeys.emplace_back(conn.get(), event);
         }
         const Conn::Answer a = conn->ask(Type::Verify, std::move(f), sub->deadline, event);
+        if (a.kind == Conn::Answer::Kind::NotSent) {
+            goneBefore(*sub);
+            continue;
+        }
         if (a.kind == Conn::Answer::Kind::Timeout) {
             throw ds::Error(ErrorTag::OperationFailed,
                             "the application " + sub->app + " did not verify " + describe(changes) +

@@ -390,7 +390,7 @@ def test_a_data_directory_deeper_than_a_socket_path_still_serves_applications():
                              "ncstore-example-ifmgr")
         proc = subprocess.Popen([ifmgr, "--socket", path], stdout=subprocess.PIPE, text=True)
         try:
-            assert proc.stdout.readline().startswith("ifmgr: session ")
+            assert any(line.startswith("ifmgr: session ") for line in proc.stdout)
         finally:
             proc.terminate()
             proc.wait(10)

@@ -53,10 +53,17 @@ def test_the_example_killed_and_restarted_applies_exactly_the_commits_it_missed(
     state = os.path.join(server.tmp, "ifmgr.last")
     sock = os.path.join(server.data_dir, "app.sock")
 
+    seen = []
+
     def start():
+        # Its first applies may come before the line that says it subscribed (another thread).
         p = subprocess.Popen([ifmgr, "--socket", sock, "--state", state], stdout=subprocess.PIPE, text=True)
-        assert p.stdout.readline().startswith("ifmgr: session ")
-        return p
+        del seen[:]
+        for line in p.stdout:
+            seen.append(line)
+            if line.startswith("ifmgr: session "):
+                return p
+        raise AssertionError("ifmgr ended: " + "".join(seen))
 
     def wait_for(predicate, what):
         deadline = time.monotonic() + 10
@@ -83,7 +90,7 @@ def test_the_example_killed_and_restarted_applies_exactly_the_commits_it_missed(
                 assert "<name>i1</name>" not in m.get(filter=flt).data_xml
             finally:
                 again.terminate()
-                out = again.communicate(timeout=10)[0]
+                out = "".join(seen) + again.communicate(timeout=10)[0]
         lines = [line for line in out.splitlines() if line.startswith("apply ")]
         commits = sorted({int(line.split()[1].rstrip(":")) for line in lines})
         assert len(commits) == 2 and commits[0] > applied, out   # the two missed commits, once each
