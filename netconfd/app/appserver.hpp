@@ -44,6 +44,7 @@
 #include "sessiontable.hpp"
 #include "stats.hpp"
 
+#include "ncstore/app/protocol.hpp"
 #include "ncstore/datastore.hpp"
 
 #include <sys/types.h>
@@ -62,9 +63,6 @@ class History;
 namespace ncstore::netconfd::app {
 
 class Hub;
-
-/// The socket's name in the data directory.
-inline constexpr const char* kDefaultSocketName = "app.sock";
 
 struct Options {
     std::filesystem::path socket;       ///< the unix socket (created; an old one is replaced)

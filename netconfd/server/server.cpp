@@ -165,7 +165,7 @@ void Server::start() {
     if (config_.appSocket != "none") {
         // The application API (netconfd/app): one seam of its own, beside the transports.
         app::Options apps;
-        apps.socket = config_.appSocket.empty() ? config_.dataDir / app::kDefaultSocketName
+        apps.socket = config_.appSocket.empty() ? config_.dataDir / ncstore::app::proto::kSocketName
                                                 : std::filesystem::path(config_.appSocket);
         apps.group = config_.appGroup;
         for (const auto& u : config_.appUsers) {
