@@ -65,6 +65,11 @@ cleanup() {
     if installed; then
         dpkg_wait -P ncstore >/dev/null 2>&1 || true
     fi
+    for p in libncstore-app-dev libncstore-app0; do
+        if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | has "installed\|config-files"; then
+            dpkg_wait -P "$p" >/dev/null 2>&1 || true
+        fi
+    done
     if [ "$USER_EXISTED" -eq 0 ] && ! installed && getent passwd ncstore >/dev/null; then
         userdel ncstore >/dev/null 2>&1 || true
         getent group ncstore >/dev/null && groupdel ncstore >/dev/null 2>&1 || true
@@ -297,6 +302,45 @@ step "restart and read back"
 stop_server
 start_server
 netconf read admin "$ADMIN_PW" || fail "device lost across a restart"
+
+step "libncstore-app0 and libncstore-app-dev: an application built with pkg-config talks to the packaged server"
+for p in libncstore-app0 libncstore-app-dev; do
+    (cd "$BUILD_DIR" && cpack --config "packaging/CPackConfig-$p.cmake" -B "$WORK/pkgapp") > "$WORK/cpack-$p.log" 2>&1 \
+        || { cat "$WORK/cpack-$p.log"; fail "cpack of $p failed"; }
+done
+APPDEB="$WORK/pkgapp/libncstore-app0_${VERSION}_${ARCH}.deb"
+DEVDEB="$WORK/pkgapp/libncstore-app-dev_${VERSION}_${ARCH}.deb"
+dpkg-deb -c "$APPDEB" | awk '{print $6}' | has -x './usr/lib/libncstore-app.so.0' || fail "$APPDEB lacks the library"
+if dpkg-deb -c "$APPDEB" | awk '{print $6}' | grep -E '/include/|\.so$|pkgconfig'; then
+    fail "the runtime package carries development files (above)"
+fi
+for f in ./usr/include/ncstore/app.hpp ./usr/lib/pkgconfig/ncstore-app.pc ./usr/lib/libncstore-app.so \
+         ./usr/lib/cmake/ncstore-app/ncstore-appConfig.cmake; do
+    dpkg-deb -c "$DEVDEB" | awk '{print $6}' | has -x "$f" || fail "$DEVDEB lacks $f"
+done
+dpkg-deb -f "$DEVDEB" Depends | has "libncstore-app0 (= $VERSION)" || fail "the -dev package does not depend on its runtime"
+for p in libncstore-app0 libncstore-app-dev; do
+    rpm -qpl "$WORK/pkgapp/$p-$VERSION-1.$(uname -m).rpm" > "$WORK/$p.rpmfiles" || fail "no .rpm of $p"
+done
+has -x /usr/lib/libncstore-app.so.0 "$WORK/libncstore-app0.rpmfiles" || fail "the runtime .rpm lacks the library"
+has -x /usr/include/ncstore/app.hpp "$WORK/libncstore-app-dev.rpmfiles" || fail "the -dev .rpm lacks the header"
+dpkg_wait -i "$APPDEB" "$DEVDEB" > "$WORK/dpkg-app.log" || { cat "$WORK/dpkg-app.log"; fail "dpkg -i of the library packages failed"; }
+cat > "$WORK/app.cpp" <<'APP'
+#include <ncstore/app.hpp>
+#include <iostream>
+int main(int, char** argv) {
+    ncstore::app::Connection nc({.socket = argv[1], .appName = "pkgtest"});
+    std::cout << "session " << nc.session() << " as " << nc.user() << std::endl;
+    std::cout << nc.get(ncstore::app::Datastore::Running, "/ietf-interfaces:interfaces") << std::endl;
+}
+APP
+# shellcheck disable=SC2046
+g++ -std=c++20 -o "$WORK/app" "$WORK/app.cpp" $(pkg-config --cflags --libs ncstore-app) \
+    || fail "an application does not build with pkg-config --cflags --libs ncstore-app"
+"$WORK/app" /var/lib/ncstore/app.sock > "$WORK/app.out" 2>&1 || { cat "$WORK/app.out"; fail "the application could not talk to ncstored"; }
+has "^session [0-9]* as admin" "$WORK/app.out" || { cat "$WORK/app.out"; fail "root's application was not mapped to admin"; }
+ok "built with pkg-config, connected to /var/lib/ncstore/app.sock: $(head -n 1 "$WORK/app.out")"
+dpkg_wait -P libncstore-app-dev libncstore-app0 > /dev/null || fail "dpkg -P of the library packages failed"
 stop_server
 ok "device kept across restart; clean stop on SIGTERM"
 
