@@ -39,12 +39,12 @@ class Error : public std::runtime_error {
 public:
     explicit Error(const std::string& message, std::string tag = "operation-failed", std::string path = {},
                    std::string appTag = {}, std::string info = {})
-        : std::runtime_error(message), tag_(std::move(tag)), path_(std::move(path)), appTag_(std::move(appTag)),
-          info_(std::move(info)) {}
-    const std::string& tag() const noexcept { return tag_; }         ///< error-tag
-    const std::string& path() const noexcept { return path_; }       ///< error-path
-    const std::string& appTag() const noexcept { return appTag_; }   ///< error-app-tag
-    const std::string& info() const noexcept { return info_; }       ///< error-info content (XML)
+        : std::runtime_error(message), tag_(std::move(tag)), path_(std::move(path)),
+          appTag_(std::move(appTag)), info_(std::move(info)) {}
+    const std::string& tag() const noexcept { return tag_; }       ///< error-tag
+    const std::string& path() const noexcept { return path_; }     ///< error-path
+    const std::string& appTag() const noexcept { return appTag_; } ///< error-app-tag
+    const std::string& info() const noexcept { return info_; }     ///< error-info content (XML)
 
 private:
     std::string tag_, path_, appTag_, info_;
@@ -62,7 +62,7 @@ enum class Lifetime {
 struct Change {
     enum class Op { Create, Update, Replace, Delete, Move };
     Op op = Op::Create;
-    std::string path; ///< instance identifier, every key in a predicate
+    std::string path;                    ///< instance identifier, every key in a predicate
     std::optional<std::string> oldValue; ///< leaves: Update, Delete
     std::optional<std::string> newValue; ///< leaves: Create, Update
     std::string xml; ///< containers and list entries: the subtree created, or deleted (XML)
@@ -81,12 +81,12 @@ struct ChangeSet {
 /// One edit as items (sysrepo's set_item/delete_item): applied in order, as one commit.
 class Batch {
 public:
-    Batch& merge(std::string path, std::string value = {});   ///< create or set
-    Batch& create(std::string path, std::string value = {});  ///< error when it exists
+    Batch& merge(std::string path, std::string value = {});  ///< create or set
+    Batch& create(std::string path, std::string value = {}); ///< error when it exists
     Batch& replace(std::string path, std::string value = {});
-    Batch& remove(std::string path);                          ///< no error when absent
-    Batch& erase(std::string path);                           ///< "delete": error when absent
-    Batch& xml(std::string config);                           ///< edit-config <config> content
+    Batch& remove(std::string path); ///< no error when absent
+    Batch& erase(std::string path);  ///< "delete": error when absent
+    Batch& xml(std::string config);  ///< edit-config <config> content
     bool empty() const { return items_.empty() && config_.empty(); }
 
     struct Item {
@@ -129,15 +129,15 @@ public:
 };
 
 struct SubscribeOptions {
-    std::string xpath;     ///< a module ("/ietf-interfaces:*") or subtree ("/ietf-interfaces:interfaces")
-    int priority = 0;      ///< verify callbacks run lower first; aborts in reverse
-    bool apply = true;     ///< receive durable change sets
-    bool initial = false;  ///< first the current configuration as one Apply of creates
+    std::string xpath;      ///< a module ("/ietf-interfaces:*") or subtree ("/ietf-interfaces:interfaces")
+    int priority = 0;       ///< verify callbacks run lower first; aborts in reverse
+    bool apply = true;      ///< receive durable change sets
+    bool initial = false;   ///< first the current configuration as one Apply of creates
     bool mandatory = false; ///< while not held, the server refuses commits touching `xpath`
     /// Resume: the last commit id applied; the change sets after it are replayed first (or, if the
     /// history no longer has them, an initial Apply of the whole subtree, initial = true).
     std::optional<std::uint64_t> since;
-    std::chrono::milliseconds deadline{5000}; ///< for verify
+    std::chrono::milliseconds deadline{5000};                    ///< for verify
     std::function<void(const ChangeSet&, Verification&)> verify; ///< set: a verify subscriber
     std::function<void(const ChangeSet&)> onApply;
     std::function<void(const ChangeSet&)> onAbort; ///< a verified change that was not committed
@@ -205,9 +205,10 @@ public:
     // RPCs and actions ("/module:rpc", or an action's schema path).
     Registration handleRpc(std::string path, std::function<std::string(const std::string& inputXml)> fn,
                            std::chrono::milliseconds deadline = std::chrono::milliseconds(5000));
-    Registration handleRpcAsync(std::string path,
-                                std::function<void(const std::string& inputXml, std::shared_ptr<Responder>)> fn,
-                                std::chrono::milliseconds deadline = std::chrono::milliseconds(5000));
+    Registration
+    handleRpcAsync(std::string path,
+                   std::function<void(const std::string& inputXml, std::shared_ptr<Responder>)> fn,
+                   std::chrono::milliseconds deadline = std::chrono::milliseconds(5000));
 
     /// Raises a notification (its content element, XML); event time now unless given (RFC 3339).
     void notify(std::string_view xml, std::string_view eventTime = {});
