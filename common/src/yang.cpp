@@ -135,6 +135,17 @@ std::string printTree(const lyd_node* node, LYD_FORMAT format, uint32_t options)
     return printImpl(node, format, options, false, 0);
 }
 
+Tree dupForest(const lyd_node* tree) {
+    if (!tree) {
+        return Tree{};
+    }
+    lyd_node* copy = nullptr;
+    if (lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
+        throw YangError("cannot copy a data tree", LYD_CTX(tree));
+    }
+    return Tree{copy};
+}
+
 LY_ERR insertSiblings(Tree& forest, lyd_node* node) noexcept {
     lyd_node* first = forest.release();
     const LY_ERR rc = lyd_insert_sibling(first, node, &first);

@@ -41,17 +41,6 @@ Error validationError(const ly_ctx* ctx, const std::string& prefix) {
     return Error(tag, prefix + msg, path, appTag);
 }
 
-Tree dupForest(const lyd_node* tree) {
-    if (!tree) {
-        return Tree{};
-    }
-    lyd_node* copy = nullptr;
-    if (lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-        throw YangError("cannot copy datastore tree", LYD_CTX(tree));
-    }
-    return Tree{copy};
-}
-
 bool deletesData(const lyd_node* diff) {
     for (const lyd_node* top = diff; top; top = top->next) {
         const lyd_node* elem = nullptr;

@@ -27,8 +27,8 @@ inline constexpr uint32_t kValidateOpts = LYD_VALIDATE_PRESENT | LYD_VALIDATE_NO
 /// libyang's last validation error as an Error, with the RFC 7950 section 15 error-tag / app-tag.
 Error validationError(const ly_ctx* ctx, const std::string& prefix);
 
-/// A deep copy of a forest, flags included (nullptr for nullptr).
-Tree dupForest(const lyd_node* tree);
+/// A deep copy of a forest, flags included (nullptr for nullptr): common's.
+using ncstore::dupForest;
 
 /// Whether a validation diff deletes a node (a `when` turned false).
 bool deletesData(const lyd_node* diff);

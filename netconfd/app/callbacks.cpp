@@ -14,29 +14,6 @@ using proto::Type;
 
 namespace {
 
-std::string text(const proto::Fields& f, Field field) {
-    const auto v = f.text(field);
-    return v ? std::string(*v) : std::string();
-}
-
-/// The error an answer carries, if it is one.
-std::optional<RpcError> errorOf(const proto::Fields& f, const ly_ctx* ctx, const std::string& app) {
-    const auto tagText = f.text(Field::ErrorTag);
-    if (!tagText) {
-        return std::nullopt;
-    }
-    const auto tag = parseErrorTag(*tagText).value_or(ErrorTag::OperationFailed);
-    RpcError e(tag, ErrorType::Application, text(f, Field::Message));
-    e.path = text(f, Field::Path);
-    e.appTag = text(f, Field::AppTag);
-    const std::string info = text(f, Field::Info);
-    e.info = checkedInfo(ctx, info);
-    if (!info.empty() && e.info.empty()) {
-        NCS_LOG(warning) << "application " << app << ": its error-info is not XML; left out";
-    }
-    return e;
-}
-
 /// The Ok of a registration, with the id it is known by.
 proto::Message idReply(std::uint32_t request, Field field, std::uint32_t id) {
     proto::Message r;
@@ -44,21 +21,6 @@ proto::Message idReply(std::uint32_t request, Field field, std::uint32_t id) {
     r.id = request;
     r.fields.add(field, static_cast<std::uint64_t>(id));
     return r;
-}
-
-Tree parseXml(const ly_ctx* ctx, const std::string& xml, uint32_t parseOptions) {
-    lyd_node* tree = nullptr;
-    ly_in* in = nullptr;
-    if (ly_in_new_memory(xml.c_str(), &in) != LY_SUCCESS) {
-        throw YangError("cannot read XML", ctx);
-    }
-    const LY_ERR rc = lyd_parse_data(ctx, nullptr, in, LYD_XML, parseOptions, 0, &tree);
-    ly_in_free(in, 0);
-    Tree owned{tree};
-    if (rc != LY_SUCCESS) {
-        throw fromLibyang(ctx, ErrorTag::InvalidValue);
-    }
-    return owned;
 }
 
 /// A pull provider: the subtree an application provides, asked once per read that reaches it.
@@ -85,12 +47,7 @@ public:
         if (cache_.count() > 0) {
             const std::lock_guard lock(cacheMutex_);
             if (cached_ && cachedQuery_ == query.xpath && Clock::now() < cachedUntil_) {
-                lyd_node* copy = nullptr;
-                if (lyd_dup_siblings(cached_.get(), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) !=
-                    LY_SUCCESS) {
-                    throw YangError("cannot copy provided data", ctx);
-                }
-                return Tree{copy};
+                return dupForest(cached_.get());
             }
         }
         const auto conn = conn_.lock();
@@ -118,10 +75,10 @@ public:
         if (auto e = errorOf(a.fields, ctx, app_)) {
             throw ds::Error(e->tag, e->what(), e->path, e->appTag, e->info);
         }
-        const std::string xml = text(a.fields, Field::Xml);
+        const std::string xml = a.fields.textOf(Field::Xml);
         Tree data;
         try {
-            data = xml.empty() ? nullptr : parseXml(ctx, xml, LYD_PARSE_ONLY | LYD_PARSE_STRICT);
+            data = xml.empty() ? nullptr : parseAnswer(ctx, xml, LYD_PARSE_ONLY | LYD_PARSE_STRICT);
         } catch (const RpcError& e) {
             throw ds::Error(ErrorTag::OperationFailed,
                             "application " + app_ + " provided data for " + interest_.xpath() +
@@ -130,12 +87,12 @@ public:
         }
         if (cache_.count() > 0 && data) {
             const std::lock_guard lock(cacheMutex_);
-            lyd_node* copy = nullptr;
-            if (lyd_dup_siblings(data.get(), nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) ==
-                LY_SUCCESS) {
-                cached_.reset(copy);
+            try {
+                cached_ = dupForest(data.get());
                 cachedQuery_ = query.xpath;
                 cachedUntil_ = Clock::now() + cache_;
+            } catch (const YangError&) {
+                // Not cached: the next read asks the provider again.
             }
         }
         return data;
@@ -158,7 +115,7 @@ private:
 
 proto::Message Conn::provide(const proto::Message& m) {
     auto& p = hub_.parts();
-    Interest interest(p.ctx, text(m.fields, Field::XPath));
+    Interest interest(p.ctx, m.fields.textOf(Field::XPath));
     if (!interest.schema()) {
         throw RpcError::invalidValue(
             "a provider provides a subtree (\"/module:node...\"), not a whole module");
@@ -177,7 +134,7 @@ proto::Message Conn::provide(const proto::Message& m) {
 
 proto::Message Conn::registerRpc(const proto::Message& m) {
     auto& p = hub_.parts();
-    const std::string path = text(m.fields, Field::Path);
+    const std::string path = m.fields.textOf(Field::Path);
     const lysc_node* schema = path.empty() ? nullptr : lys_find_path(p.ctx, nullptr, path.c_str(), 0);
     if (!schema || (schema->nodetype != LYS_RPC)) {
         throw RpcError::invalidValue("\"" + path +
@@ -217,7 +174,7 @@ proto::Message Conn::registerRpc(const proto::Message& m) {
             if (auto e = errorOf(a.fields, ctx, app)) {
                 throw *e;
             }
-            const std::string output = text(a.fields, Field::Xml);
+            const std::string output = a.fields.textOf(Field::Xml);
             if (output.empty() &&
                 !lysc_node_child(&reinterpret_cast<const lysc_node_action*>(r.op->schema)->output.node)) {
                 return Reply::ok();
@@ -279,7 +236,7 @@ proto::Message Conn::unregister(const proto::Message& m) {
 
 proto::Message Conn::notify(const proto::Message& m) {
     auto& p = hub_.parts();
-    const std::string xml = text(m.fields, Field::Xml);
+    const std::string xml = m.fields.textOf(Field::Xml);
     ly_in* in = nullptr;
     if (ly_in_new_memory(xml.c_str(), &in) != LY_SUCCESS) {
         throw YangError("cannot read the notification", p.ctx);
@@ -293,7 +250,7 @@ proto::Message Conn::notify(const proto::Message& m) {
         throw fromLibyang(p.ctx, ErrorTag::InvalidValue);
     }
     const std::string content = print(owned.get(), LYD_XML, LYD_PRINT_SHRINK);
-    const std::string when = text(m.fields, Field::EventTime);
+    const std::string when = m.fields.textOf(Field::EventTime);
     if (when.empty()) {
         p.notifications.raise(content);
     } else {

@@ -49,11 +49,6 @@ private:
 constexpr std::size_t kMaxQueuedRequests = 1024;
 constexpr auto kSendTimeout = std::chrono::seconds(10);
 
-std::string text(const proto::Fields& f, Field field) {
-    const auto v = f.text(field);
-    return v ? std::string(*v) : std::string();
-}
-
 ds::Datastore datastoreOf(std::uint64_t v) {
     switch (static_cast<proto::Datastore>(v)) {
     case proto::Datastore::Running:
@@ -109,7 +104,7 @@ void addItems(const ly_ctx* ctx, Tree& edit, const proto::Fields& fields) {
     const lys_module* nc = ly_ctx_get_module_implemented(ctx, "ietf-netconf");
     for (const auto item : fields.all(Field::Item)) {
         const proto::Fields f = proto::Fields::decode(item);
-        const std::string path = text(f, Field::Path);
+        const std::string path = f.textOf(Field::Path);
         const auto value = f.text(Field::Value);
         const char* op = itemOperation(f.integer(Field::ItemOp, 0));
         const bool removing = op && (std::strcmp(op, "delete") == 0 || std::strcmp(op, "remove") == 0);
@@ -175,19 +170,37 @@ std::string checkedInfo(const ly_ctx* ctx, std::string_view xml) {
     if (xml.empty()) {
         return {};
     }
-    lyd_node* tree = nullptr;
-    ly_in* in = nullptr;
-    const std::string copy(xml); // libyang reads a C string
-    if (ly_in_new_memory(copy.c_str(), &in) != LY_SUCCESS) {
+    try {
+        const Tree tree = parseData(ctx, std::string(xml), LYD_XML, LYD_PARSE_OPAQ | LYD_PARSE_ONLY, 0);
+        return tree ? print(tree.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK) : std::string();
+    } catch (const YangError&) {
         return {};
     }
-    const LY_ERR rc = lyd_parse_data(ctx, nullptr, in, LYD_XML, LYD_PARSE_OPAQ | LYD_PARSE_ONLY, 0, &tree);
-    ly_in_free(in, 0);
-    const Tree owned{tree};
-    if (rc != LY_SUCCESS || !owned) {
-        return {};
+}
+
+Tree parseAnswer(const ly_ctx* ctx, const std::string& xml, uint32_t parseOptions) {
+    try {
+        return parseData(ctx, xml, LYD_XML, parseOptions, 0);
+    } catch (const YangError&) {
+        throw fromLibyang(ctx, ErrorTag::InvalidValue);
     }
-    return print(owned.get(), LYD_XML, LYD_PRINT_WITHSIBLINGS | LYD_PRINT_SHRINK);
+}
+
+std::optional<RpcError> errorOf(const proto::Fields& f, const ly_ctx* ctx, const std::string& app) {
+    const auto tagText = f.text(Field::ErrorTag);
+    if (!tagText) {
+        return std::nullopt;
+    }
+    RpcError e(parseErrorTag(*tagText).value_or(ErrorTag::OperationFailed), ErrorType::Application,
+               f.textOf(Field::Message));
+    e.path = f.textOf(Field::Path);
+    e.appTag = f.textOf(Field::AppTag);
+    const std::string info = f.textOf(Field::Info);
+    e.info = checkedInfo(ctx, info);
+    if (!info.empty() && e.info.empty()) {
+        NCS_LOG(warning) << "application " << app << ": its error-info is not XML; left out";
+    }
+    return e;
 }
 
 XPathFilter xpathFilter(const ly_ctx* ctx, const std::string& select) {
@@ -385,7 +398,7 @@ bool Conn::hello() {
         (void)writeAll(fd_.get(), proto::encode(refusal), std::chrono::seconds(1));
         return false;
     }
-    app_ = text(m->fields, Field::AppName);
+    app_ = m->fields.textOf(Field::AppName);
     if (app_.empty()) {
         app_ = "pid " + std::to_string(peer_.pid);
     }
@@ -675,7 +688,7 @@ proto::Message Conn::edit(const proto::Message& m) {
         (options.defaultOperation == ds::DefaultOperation::Replace || nacmTop(edit.get()));
     WriteCheck check(p.nacm, a->permitsAllWrites() ? nullptr : a.get(), mayChangeNacm);
     ds::WriteContext who = check.context({sessionId_, user_, nullptr, "localhost"});
-    who.comment = text(f, Field::Comment);
+    who.comment = f.textOf(Field::Comment);
     ds::WriteTiming timing;
     if (edit) {
         timing = check.run(p.store, [&] { return p.store.edit(who, target, edit.get(), options); });
@@ -698,7 +711,7 @@ proto::Message Conn::commit(const proto::Message& m) {
     // Candidate may change /nacm of running: validated and compiled like any commit's.
     WriteCheck check(p.nacm, a->permitsAllWrites() ? nullptr : a.get(), true);
     ds::WriteContext who = check.context({sessionId_, user_, nullptr, "localhost"});
-    who.comment = text(m.fields, Field::Comment);
+    who.comment = m.fields.textOf(Field::Comment);
     const ds::WriteTiming timing = check.run(p.store, [&] { return p.store.commit(who); });
     proto::Message r = okReply(m.id);
     r.fields.add(Field::CommitId, timing.commitId);
@@ -710,7 +723,7 @@ proto::Message Conn::get(const proto::Message& m) {
     const auto& f = m.fields;
     const auto a = access();
     const nacm::Access* limited = a->permitsAll() ? nullptr : a.get();
-    const std::string select = text(f, Field::XPath);
+    const std::string select = f.textOf(Field::XPath);
     const std::uint32_t wd = wdFlag(f.integer(Field::WithDefaults, 0));
     XPathFilter filter;
     if (!select.empty()) {
@@ -756,7 +769,7 @@ proto::Message Conn::subscribe(const proto::Message& m, std::shared_ptr<Sub>& st
     const auto& f = m.fields;
     const std::uint64_t flags = f.integer(Field::Flags, proto::SubscribeFlag::Apply);
     auto sub = std::make_shared<Sub>(hub_.nextId(), weak_from_this(), label(),
-                                     Interest(p.ctx, text(f, Field::XPath)));
+                                     Interest(p.ctx, f.textOf(Field::XPath)));
     sub->priority = static_cast<int>(static_cast<std::int64_t>(f.integer(Field::Priority, 0)));
     sub->verify = (flags & proto::SubscribeFlag::Verify) != 0;
     sub->apply = (flags & proto::SubscribeFlag::Apply) != 0;
@@ -788,27 +801,13 @@ proto::Message Conn::pushMessage(const proto::Message& m, bool remove) {
     const bool persistent =
         m.fields.integer(Field::Lifetime, 0) == static_cast<std::uint64_t>(proto::Lifetime::Persistent);
     if (remove) {
-        hub_.pushDelete(*this, text(m.fields, Field::XPath), persistent);
+        hub_.pushDelete(*this, m.fields.textOf(Field::XPath), persistent);
         return okReply(m.id);
     }
-    const std::string xml = text(m.fields, Field::Xml);
-    Tree data;
-    {
-        lyd_node* tree = nullptr;
-        ly_in* in = nullptr;
-        if (ly_in_new_memory(xml.c_str(), &in) != LY_SUCCESS) {
-            throw YangError("cannot read the pushed data", p.ctx);
-        }
-        // Types, keys and structure are checked; operational data is not validated as a whole
-        // (it depends on configuration and on other applications' data).
-        const LY_ERR rc =
-            lyd_parse_data(p.ctx, nullptr, in, LYD_XML, LYD_PARSE_ONLY | LYD_PARSE_STRICT, 0, &tree);
-        ly_in_free(in, 0);
-        data.reset(tree);
-        if (rc != LY_SUCCESS) {
-            throw fromLibyang(p.ctx, ErrorTag::InvalidValue);
-        }
-    }
+    const std::string xml = m.fields.textOf(Field::Xml);
+    // Types, keys and structure are checked; operational data is not validated as a whole (it
+    // depends on configuration and on other applications' data).
+    Tree data = parseAnswer(p.ctx, xml, LYD_PARSE_ONLY | LYD_PARSE_STRICT);
     if (data) {
         hub_.push(*this, std::move(data), persistent);
     }

@@ -14,6 +14,7 @@
 
 #include "hub.hpp"
 
+#include "errors.hpp"
 #include "session.hpp"
 
 #include <condition_variable>
@@ -131,6 +132,12 @@ void addChanges(proto::Fields& out, const ds::ChangeSet& changes, const std::vec
 /// XML elements an application gave as error-info, re-printed if they parse (opaque nodes
 /// allowed), else "" (the caller says it dropped them).
 std::string checkedInfo(const ly_ctx* ctx, std::string_view xml);
+/// Data an application sent (pushed or provided state) as a tree; throws the RpcError libyang's
+/// complaint maps to.
+Tree parseAnswer(const ly_ctx* ctx, const std::string& xml, uint32_t parseOptions);
+/// The error an answer of application `app` carries (ErrorTag, Message, Path, AppTag, Info), if
+/// it is one.
+std::optional<RpcError> errorOf(const proto::Fields& f, const ly_ctx* ctx, const std::string& app);
 
 /// The ietf-netconf filter node of an XPath `select` (for the read path), with its owner.
 struct XPathFilter {

@@ -40,15 +40,6 @@ private:
     const Hub& hub_;
 };
 
-Tree dup(const lyd_node* tree) {
-    lyd_node* copy = nullptr;
-    if (tree &&
-        lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-        throw YangError("cannot copy data", LYD_CTX(tree));
-    }
-    return Tree{copy};
-}
-
 void mergeInto(Tree& target, Tree source) {
     if (!source) {
         return;
@@ -354,9 +345,9 @@ void Hub::savePersistent() {
 
 Tree Hub::pushedState() const {
     const std::lock_guard lock(pushMutex_);
-    Tree all = dup(persistent_.get());
+    Tree all = dupForest(persistent_.get());
     for (const auto& [conn, tree] : pushed_) {
-        mergeInto(all, dup(tree.get()));
+        mergeInto(all, dupForest(tree.get()));
     }
     return all;
 }
@@ -523,20 +514,10 @@ void Hub::verify(const ds::ChangeSet& changes, const ds::Verification& view) {
                                 describe(changes) + ": nothing was committed",
                             describe(changes), "ncstore-app-gone");
         }
-        if (const auto tag = a.fields.text(Field::ErrorTag)) {
-            auto text = [&](Field field) {
-                const auto v = a.fields.text(field);
-                return v ? std::string(*v) : std::string();
-            };
-            const std::string info = text(Field::Info);
-            std::string checked = checkedInfo(p_.ctx, info);
-            if (!info.empty() && checked.empty()) {
-                NCS_LOG(warning) << "application " << sub->app << ": its error-info is not XML; left out";
-            }
+        if (const auto e = errorOf(a.fields, p_.ctx, sub->app)) {
             NCS_LOG(info) << "application " << sub->app << " refused " << describe(changes) << ": "
-                          << text(Field::Message);
-            throw ds::Error(parseErrorTag(*tag).value_or(ErrorTag::OperationFailed), text(Field::Message),
-                            text(Field::Path), text(Field::AppTag), std::move(checked));
+                          << e->what();
+            throw ds::Error(e->tag, e->what(), e->path, e->appTag, e->info);
         }
         const std::lock_guard lock(verifyMutex_);
         inFlight_[&changes].back().accepted = true;

@@ -67,14 +67,7 @@ replayFromHistory(const Parts& p, std::uint64_t since, std::uint64_t& through) {
         return std::nullopt;
     }
     Tree state;
-    through = p.store.read(ds::Datastore::Running, [&](const lyd_node* tree) {
-        lyd_node* copy = nullptr;
-        if (tree &&
-            lyd_dup_siblings(tree, nullptr, LYD_DUP_RECURSIVE | LYD_DUP_WITH_FLAGS, &copy) != LY_SUCCESS) {
-            throw YangError("cannot copy running", p.ctx);
-        }
-        state.reset(copy);
-    });
+    through = p.store.read(ds::Datastore::Running, [&](const lyd_node* tree) { state = dupForest(tree); });
     std::vector<std::shared_ptr<const ds::ChangeSet>> out;
     if (since >= through) {
         return out;

@@ -35,6 +35,10 @@ using Subtree = std::unique_ptr<lyd_node, LydSubtreeDeleter>;
 /// caller's owner); anything else: nothing changed, the caller still owns `node`.
 LY_ERR insertSiblings(Tree& forest, lyd_node* node) noexcept;
 
+/// A deep copy of the forest `tree` (any sibling: the copy starts at it), flags included
+/// (nullptr for nullptr). Throws YangError.
+Tree dupForest(const lyd_node* tree);
+
 struct LySetDeleter {
     void operator()(ly_set* set) const noexcept { ly_set_free(set, nullptr); }
 };

@@ -128,6 +128,8 @@ struct Fields {
     Fields& add(Field f, const Fields& nested);
     /// The first value of `f`.
     std::optional<std::string_view> text(Field f) const;
+    /// The first value of `f` as a string, "" when there is none.
+    std::string textOf(Field f) const { return std::string(text(f).value_or("")); }
     /// The first value of `f` as an integer (throws ProtocolError when it is not 8 bytes).
     std::optional<std::uint64_t> integer(Field f) const;
     std::uint64_t integer(Field f, std::uint64_t fallback) const { return integer(f).value_or(fallback); }
