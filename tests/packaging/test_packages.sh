@@ -65,7 +65,7 @@ cleanup() {
     if installed; then
         dpkg_wait -P ncstore >/dev/null 2>&1 || true
     fi
-    for p in libncstore-app-dev libncstore-app0; do
+    for p in python3-ncstore libncstore-app-dev libncstore-app0; do
         if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | has "installed\|config-files"; then
             dpkg_wait -P "$p" >/dev/null 2>&1 || true
         fi
@@ -341,6 +341,47 @@ g++ -std=c++20 -o "$WORK/app" "$WORK/app.cpp" $(pkg-config --cflags --libs ncsto
 has "^session [0-9]* as admin" "$WORK/app.out" || { cat "$WORK/app.out"; fail "root's application was not mapped to admin"; }
 ok "built with pkg-config, connected to /var/lib/ncstore/app.sock: $(head -n 1 "$WORK/app.out")"
 dpkg_wait -P libncstore-app-dev libncstore-app0 > /dev/null || fail "dpkg -P of the library packages failed"
+
+step "python3-ncstore: the installed Python API talks to the packaged server"
+(cd "$BUILD_DIR" && cpack --config packaging/CPackConfig-python3-ncstore.cmake -B "$WORK/pkgpy") > "$WORK/cpack-py.log" 2>&1 \
+    || { cat "$WORK/cpack-py.log"; fail "cpack of python3-ncstore failed"; }
+PYDEB="$WORK/pkgpy/python3-ncstore_${VERSION}_all.deb"
+PYRPM="$WORK/pkgpy/python3-ncstore-${VERSION}-1.noarch.rpm"
+[ -f "$PYDEB" ] || fail "no $PYDEB"
+[ -f "$PYRPM" ] || fail "no $PYRPM"
+dpkg-deb -c "$PYDEB" | awk '{print $6}' > "$WORK/pydeb.files"
+for f in __init__.py _connection.py _protocol.py _types.py aio.py; do
+    has -x "./usr/lib/python3/dist-packages/ncstore/$f" "$WORK/pydeb.files" || fail "$PYDEB lacks ncstore/$f"
+done
+if grep -E '__pycache__|\.pyc$' "$WORK/pydeb.files"; then fail "$PYDEB carries byte-compiled files (above)"; fi
+dpkg-deb -f "$PYDEB" Depends | has "python3" || fail "python3-ncstore does not depend on python3"
+rpm -qpl "$PYRPM" | has '^/usr/lib/python3\.[0-9]*/site-packages/ncstore/__init__\.py$' \
+    || fail "the .rpm does not put ncstore into the python3 site-packages"
+rpm -qpR "$PYRPM" | has '^python(abi) = 3\.' || fail "the .rpm does not require a python(abi)"
+dpkg_wait -i "$PYDEB" > "$WORK/dpkg-py.log" || { cat "$WORK/dpkg-py.log"; fail "dpkg -i of python3-ncstore failed"; }
+# From /, without PYTHONPATH: the package dpkg installed, not a source tree's.
+cat > "$WORK/app.py" <<'PYAPP'
+import sys
+import ncstore
+assert ncstore.__file__ == "/usr/lib/python3/dist-packages/ncstore/__init__.py", ncstore.__file__
+with ncstore.connect(sys.argv[1], app_name="pkgtest-py") as conn:
+    print("session %d as %s" % (conn.session, conn.user))
+    sessions = conn.get("operational", "/ietf-netconf-monitoring:netconf-state/sessions")
+    assert "<session-id>%d</session-id>" % conn.session in sessions, sessions
+    try:
+        conn.get("running", "/no-such-module:x")
+        sys.exit("a read of an unknown module did not fail")
+    except ncstore.Error as e:
+        print("refused: %s (%s)" % (e.tag, e.message))
+PYAPP
+(cd / && env -u PYTHONPATH "$PY" "$WORK/app.py" /var/lib/ncstore/app.sock) > "$WORK/py.out" 2>&1 \
+    || { cat "$WORK/py.out"; fail "the installed Python API could not talk to ncstored"; }
+has "^session [0-9]* as admin" "$WORK/py.out" || { cat "$WORK/py.out"; fail "root's Python application was not mapped to admin"; }
+has "^refused: " "$WORK/py.out" || { cat "$WORK/py.out"; fail "no ncstore.Error for a bad read"; }
+ok "installed python3-ncstore, connected to /var/lib/ncstore/app.sock: $(head -n 1 "$WORK/py.out")"
+dpkg_wait -P python3-ncstore > "$WORK/dpkg-py-p.log" 2>&1 || { cat "$WORK/dpkg-py-p.log"; fail "dpkg -P of python3-ncstore failed"; }
+if grep -i "warning\|not empty" "$WORK/dpkg-py-p.log"; then fail "dpkg -P of python3-ncstore left files behind (above)"; fi
+[ ! -e /usr/lib/python3/dist-packages/ncstore ] || fail "dpkg -P left /usr/lib/python3/dist-packages/ncstore"
 stop_server
 ok "device kept across restart; clean stop on SIGTERM"
 
