@@ -106,6 +106,18 @@ def test_a_verify_callback_that_raises_something_else_refuses_with_its_text(serv
     assert interfaces(m) == {}
 
 
+def test_a_verifier_that_extends_its_deadline_is_waited_for_and_one_that_does_not_refuses(server, m, conn):
+    def slow(changes, v):
+        if any("patient" in c.path + c.xml for c in changes):
+            v.extend(5)
+        time.sleep(0.6)
+    with conn.subscribe(IFS, verify=slow, deadline=0.3):
+        m.edit_config(target="running", config=config(iface("patient")))
+        e = edit_error(m, iface("hasty"))
+    assert "'roadm'" in e.message and "did not verify" in e.message
+    assert set(interfaces(m)) == {"patient"}
+
+
 def test_apply_after_commit_with_the_change_set_and_an_initial_one(server, m, conn):
     m.edit_config(target="running", config=config(iface("pre", description="before")))
     got = queue.Queue()
