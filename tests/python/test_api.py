@@ -347,6 +347,21 @@ def test_bad_calls_get_an_error(server, m, conn):
     assert conn.connected and conn.get("running", IFS) is not None  # the connection goes on
 
 
+def test_a_connection_closed_from_inside_its_own_callback(server, m):
+    reset(m)
+    c = ncstore.connect(sock(server), app_name="quitter")
+    closed = threading.Event()
+
+    def apply(changes):
+        c.close()
+        closed.set()
+    c.subscribe(IFS, apply=apply)
+    m.edit_config(target="running", config=config(iface("q1")))
+    assert closed.wait(5) and not c.connected
+    m.edit_config(target="running", config=config(iface("q2")))  # nobody left to tell
+    assert set(interfaces(m)) == {"q1", "q2"}
+
+
 def test_poll_mode_runs_callbacks_in_dispatch_on_the_callers_thread(server, m):
     reset(m)
     threads = []
@@ -417,7 +432,14 @@ def test_persistent_push_survives_a_server_restart(server):
     with ncstore.connect(sock(server), app_name="inventory") as c:
         c.push(INFO % (APT, "SN-P"), lifetime="persistent")
         c.push((INFO % (APT, "SN-C")).replace("<vendor>ACME</vendor>", ""), lifetime="connection")
+    bystander = ncstore.connect(sock(server), app_name="bystander")
     server.restart()
+    # The server went away under an open connection: it says so, and calls fail with an Error.
+    wait_for(lambda: not bystander.connected, "the connection did not notice the server stopped")
+    with pytest.raises(ncstore.Error) as e:
+        bystander.get("running")
+    assert "closed" in e.value.message
+    bystander.close()
     with server.connect() as m:
         data = m.get(filter=DEVICE).data_xml
         assert "SN-P" in data and "SN-C" not in data
