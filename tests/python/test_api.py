@@ -120,15 +120,19 @@ def test_a_verifier_that_extends_its_deadline_is_waited_for_and_one_that_does_no
 
 def test_apply_after_commit_with_the_change_set_and_an_initial_one(server, m, conn):
     m.edit_config(target="running", config=config(iface("pre", description="before")))
-    got = queue.Queue()
-    with conn.subscribe(IFS, apply=got.put, initial=True):
+    got, threads = queue.Queue(), []
+
+    def apply(changes):
+        threads.append(threading.current_thread().name)
+        got.put(changes)
+    with conn.subscribe(IFS, apply=apply, initial=True):
         initial = got.get(timeout=5)
         assert initial.initial and "<name>pre</name>" in initial[0].xml and initial.commit_id > 0
         m.edit_config(target="running", config=config(iface("pre", description="after")))
         changed = got.get(timeout=5)
     assert not changed.initial and changed.commit_id > initial.commit_id
     assert list(changed) == [ncstore.Change("update", IF % "pre" + "/description", "before", "after")]
-    assert threading.current_thread().name != "ncstore-callbacks"
+    assert threads == ["ncstore-callbacks"] * 2  # the connection's callback thread
 
 
 def test_abort_tells_a_verifier_that_accepted_when_a_later_one_refuses(server, m, conn):
