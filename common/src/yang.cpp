@@ -28,6 +28,24 @@ std::string lastErrorPath(const ly_ctx* ctx) {
     return e && e->path ? e->path : "";
 }
 
+ErrorLocation lastErrorLocation(const ly_ctx* ctx) {
+    const std::string where = lastErrorPath(ctx);
+    auto quoted = [&](std::string_view label) {
+        const std::size_t start = where.find(label);
+        if (start == std::string::npos) {
+            return std::string();
+        }
+        const std::size_t from = start + label.size();
+        const std::size_t end = where.find('"', from);
+        return end == std::string::npos ? std::string() : where.substr(from, end - from);
+    };
+    ErrorLocation loc{quoted("chema location \""), quoted("ata location \"")};
+    if (loc.schema.empty() && loc.data.empty() && where.starts_with('/')) {
+        loc.data = where; // a bare path
+    }
+    return loc;
+}
+
 YangError::YangError(const std::string& what, const ly_ctx* ctx)
     : std::runtime_error(lastError(ctx).empty() ? what : what + ": " + lastError(ctx)) {}
 

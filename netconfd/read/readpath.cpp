@@ -6,6 +6,7 @@
 #include "filter.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 namespace ncstore::netconfd {
@@ -69,6 +70,18 @@ Tree ReadPath::state(const lyd_node* filterNode) const {
         }
         Tree part = p->state(ctx_, query);
         if (!part) {
+            continue;
+        }
+        // Two providers' data under one top-level node (pushed and pulled parts of a device's
+        // state) become one node; disjoint ones are linked, which costs nothing.
+        bool shared = false;
+        for (const lyd_node* a = part.get(); a && !shared; a = a->next) {
+            for (const lyd_node* b = state.get(); b && !shared; b = b->next) {
+                shared = a->schema == b->schema;
+            }
+        }
+        if (shared) {
+            merge(state, std::move(part), "the state data of two providers");
             continue;
         }
         if (insertSiblings(state, part.get()) != LY_SUCCESS) {
@@ -157,8 +170,34 @@ std::uint64_t ReadPath::readConfigXml(const nacm::Access* access, ds::Datastore 
     return seen;
 }
 
+namespace {
+
+// Whether state data lies inside a configuration container of the datastore (an Open ROADM
+// device's /org-openroadm-device/info/vendor beside its node-id), not counting /nacm, which
+// readXml joins with its counters itself.
+bool stateInsideConfiguration(const lyd_node* state) {
+    for (const lyd_node* top = state; top; top = top->next) {
+        if (top->schema && (top->schema->flags & LYS_CONFIG_W) &&
+            std::strcmp(top->schema->module->name, "ietf-netconf-acm") != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
 std::string ReadPath::readXml(const nacm::Access* access, ds::Datastore source, bool withState,
                               const lyd_node* filterNode, std::uint32_t wd, const StopRequested& stop) const {
+    Tree data = withState ? state(filterNode) : Tree{};
+    if (stateInsideConfiguration(data.get())) {
+        // One element per node: the configuration is copied and the state merged into it (the
+        // copy costs what the configuration holds; only a read that meets such state pays it).
+        Tree all;
+        store_.read(source, [&](const lyd_node* tree) { all = dupForest(tree); });
+        merge(all, std::move(data), "state data into its configuration");
+        return finish(prepare(all.get(), filterNode, wd, access), stop);
+    }
     Prepared config;
     Tree nacmConfig; // <get>: running's /nacm goes out with its counters, in one element
     store_.read(source, [&](const lyd_node* tree) {
@@ -175,7 +214,6 @@ std::string ReadPath::readXml(const nacm::Access* access, ds::Datastore source, 
     });
     std::string xml = finish(std::move(config), stop);
     if (withState) {
-        Tree data = state(filterNode);
         merge(data, std::move(nacmConfig), "the NACM configuration and counters");
         xml += finish(prepare(data.get(), filterNode, wd, access), stop);
     }

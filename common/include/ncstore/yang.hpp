@@ -62,6 +62,13 @@ public:
 std::string lastError(const ly_ctx* ctx);
 /// The error-path libyang recorded with the last error, or "".
 std::string lastErrorPath(const ly_ctx* ctx);
+/// Where the last error is, as libyang 2.1 writes it in text ('Schema location "/a:b/c", data
+/// location "/a:b/c[k='1']", line number 3.'): each path, or "" when it names none.
+struct ErrorLocation {
+    std::string schema;
+    std::string data;
+};
+ErrorLocation lastErrorLocation(const ly_ctx* ctx);
 
 /// Data path of `node` (LYD_PATH_STD), e.g. /ietf-interfaces:interfaces/interface[name='eth0'].
 std::string pathOf(const lyd_node* node);
