@@ -209,7 +209,7 @@ class Connection:
     """One session of ncstored, as the user the server maps this process's uid to. Use connect()
     (or ncstore.aio.connect()) rather than this class's constructor."""
 
-    def __init__(self, socket=None, app_name="app", timeout=30.0, poll=False, _start=True):
+    def __init__(self, socket=None, app_name="app", timeout=30.0, poll=False):
         path = socket or os.environ.get("NCSTORE_APP_SOCKET", "")
         if not path:
             raise Error("no socket of ncstored: `socket` is empty and NCSTORE_APP_SOCKET is not set")
@@ -242,7 +242,7 @@ class Connection:
         self._sock.settimeout(None)
         self._reader = threading.Thread(target=self._read_loop, name="ncstore-reader", daemon=True)
         self._callbacks = None
-        if not poll and _start:
+        if not poll:
             self._callbacks = threading.Thread(target=self._callback_loop, name="ncstore-callbacks", daemon=True)
         self._reader.start()
         if self._callbacks:

@@ -355,6 +355,7 @@ for f in __init__.py _connection.py _protocol.py _types.py aio.py; do
 done
 if grep -E '__pycache__|\.pyc$' "$WORK/pydeb.files"; then fail "$PYDEB carries byte-compiled files (above)"; fi
 dpkg-deb -f "$PYDEB" Depends | has "python3" || fail "python3-ncstore does not depend on python3"
+lintian --fail-on error "$PYDEB" > "$WORK/lintian-py.log" 2>&1 || { cat "$WORK/lintian-py.log"; fail "lintian reports errors in python3-ncstore"; }
 rpm -qpl "$PYRPM" | has '^/usr/lib/python3\.[0-9]*/site-packages/ncstore/__init__\.py$' \
     || fail "the .rpm does not put ncstore into the python3 site-packages"
 rpm -qpR "$PYRPM" | has '^python(abi) = 3\.' || fail "the .rpm does not require a python(abi)"
