@@ -431,6 +431,30 @@ def test_asyncio_mode_with_coroutine_callbacks(server, m):
     assert set(interfaces(m)) == {"yes", "a1"}
 
 
+def test_asyncio_inside_a_callback_a_write_is_deferred_and_a_blocking_one_refused(server, m):
+    reset(m)
+
+    async def main():
+        results = {}
+        async with ncstore.aio.connect(sock(server), app_name="aio") as c:
+            async def verify(changes, v):
+                if any("echo" in ch.path + ch.xml for ch in changes):
+                    return
+                try:
+                    await c.apply(ncstore.Batch().merge(IF % "never" + "/type", TYPE))
+                except RuntimeError as e:
+                    results["refused"] = str(e)
+                results["future"] = c.edit_async(ncstore.Batch().merge(IF % "echo" + "/type", TYPE))
+            async with await c.subscribe(IFS, verify=verify):
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, lambda: m.edit_config(target="running", config=config(iface("w1"))))
+                results["commit"] = await asyncio.wait_for(results["future"], 10)
+        return results
+    results = asyncio.run(main())
+    assert "use edit_async()" in results["refused"] and results["commit"] > 0
+    assert set(interfaces(m)) == {"w1", "echo"}
+
+
 def test_persistent_push_survives_a_server_restart(server):
     # Last in this file: it restarts the module's server.
     with ncstore.connect(sock(server), app_name="inventory") as c:
