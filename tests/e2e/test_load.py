@@ -117,3 +117,27 @@ def test_what_was_loaded_is_served_after_a_restart_and_a_second_load_replaces_it
         assert text(d, "info/node-id") == "ROADM-T1"                     # replaced, not merged
         assert text(d, "info/vendor") == "vendorU"
         assert len(d.findall("{%s}info/{%s}vendor" % (ORD, ORD))) == 1
+
+
+def test_the_guide_works_as_written(server):
+    """docs/device-data.md's block, run with bash as written there: the build under test in place
+    of build/ (and first on PATH, where ncstore-sim looks), the shared data where it is."""
+    import re
+    import socket
+    text = open(os.path.join(HERE, "..", "..", "docs", "device-data.md")).read()
+    block = re.search(r"## Try it.*?```sh\n(.*?)```", text, re.S).group(1)
+    build = os.path.dirname(os.path.dirname(os.path.abspath(os.environ["NCSTORED"])))
+    script = block.replace("build/", build + "/").replace("../shared/", str(shared_data.shared_dir()) + "/")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PORT=str(port),
+               PATH=os.pathsep.join([os.path.join(build, "netconfd"), os.path.join(build, "tools"), os.environ["PATH"]]))
+    r = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=180, env=env,
+                       cwd=os.path.join(HERE, "..", ".."))
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "refused: the dump is not valid as it is" in out, out
+    assert re.search(r"loaded: 43 configuration nodes into running \(commit \d+\), 31 state nodes", out), out
+    assert "<node-id>ROADM-T1</node-id>" in out and "<vendor>vendorT</vendor>" in out, out
+    assert "3 devices up" in out and "3 running" in out and "3 devices stopped" in out, out
