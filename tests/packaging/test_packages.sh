@@ -94,7 +94,9 @@ RPM="$WORK/pkg/ncstore-${VERSION}.$(uname -m).rpm"
 step ".deb layout and control data"
 dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' > "$WORK/deb.files"
 for f in /usr/sbin/ncstored /etc/ncstore/ncstored.conf /lib/systemd/system/ncstored.service \
-         /usr/share/man/man8/ncstored.8.gz /usr/share/doc/ncstore/copyright /usr/share/ncstore/yang/; do
+         /usr/share/man/man8/ncstored.8.gz /usr/share/doc/ncstore/copyright /usr/share/ncstore/yang/ \
+         /usr/sbin/ncstore-roadm-agent /usr/share/man/man8/ncstore-roadm-agent.8.gz \
+         /lib/systemd/system/ncstore-roadm-agent.service /usr/share/ncstore/roadm/device.profile; do
     grep -qx "$f" "$WORK/deb.files" || fail ".deb lacks $f"
 done
 if [ -x "$BUILD_DIR/clients/ncstore-client" ]; then
@@ -123,7 +125,8 @@ ok "lintian: no error"
 step ".rpm layout, needs, scripts"
 rpm -qpl "$RPM" > "$WORK/rpm.files"
 for f in /usr/sbin/ncstored /etc/ncstore/ncstored.conf /usr/lib/systemd/system/ncstored.service \
-         /var/lib/ncstore /usr/share/man/man8/ncstored.8.gz; do
+         /var/lib/ncstore /usr/share/man/man8/ncstored.8.gz /usr/sbin/ncstore-roadm-agent \
+         /usr/share/man/man8/ncstore-roadm-agent.8.gz /usr/lib/systemd/system/ncstore-roadm-agent.service; do
     grep -qx "$f" "$WORK/rpm.files" || fail ".rpm lacks $f"
 done
 ok "rpm -qpl: layout"
@@ -176,6 +179,9 @@ getent passwd ncstore >/dev/null || fail "no ncstore user"
 [ -x /usr/sbin/ncstored ] || fail "/usr/sbin/ncstored missing"
 /usr/sbin/ncstored --help | has -- "--config" || fail "ncstored --help does not show --config"
 man -l /usr/share/man/man8/ncstored.8.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "the man page does not render"
+/usr/sbin/ncstore-roadm-agent --help | has -- "--profile" || fail "ncstore-roadm-agent --help does not run"
+man -l /usr/share/man/man8/ncstore-roadm-agent.8.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man ] \
+    || fail "the agent's man page does not render"
 WANTS=/etc/systemd/system/multi-user.target.wants/ncstored.service
 [ -L "$WANTS" ] || fail "ncstored.service not enabled after installation (no $WANTS)"
 ok "installed $VERSION; ncstore user; /var/lib/ncstore ncstore:ncstore 700; unit enabled"
