@@ -62,8 +62,10 @@ stage_asan() {
     # Not under ASan: packaging (no instrumented code), the HA failover tests (timings of a cluster
     # in network namespaces; the dqlite client's code runs instrumented in dqlite_tests, the
     # store's contract tests and e2e_cluster) and the benchmark driver's smoke test (it tests
-    # the driver; the server's paths are the e2e tests').
-    ctest --test-dir build-asan --output-on-failure --timeout 1800 -j"$jobs" -LE 'packaging|^ha$' \
+    # the driver; the server's paths are the e2e tests'), and the Python API's tests (label
+    # python: they test the Python package; what they reach in the server is e2e_app's, which
+    # runs here).
+    ctest --test-dir build-asan --output-on-failure --timeout 1800 -j"$jobs" -LE 'packaging|^ha$|^python$' \
         -E '^clients_e2e_benchmarks_smoke$' || status=$?
     check_reports build-asan || status=1 # the reports also explain a failed test
     return $status
