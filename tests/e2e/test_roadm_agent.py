@@ -9,6 +9,7 @@ beside it in the build tree (app/roadm/ncstore-roadm-agent) or in $NCSTORE_ROADM
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -361,3 +362,26 @@ def test_killed_and_restarted_the_agent_loses_no_change(device):
         # An alarm raised before the kill is not raised twice: it was kept (persistent).
         log = agent.log_text()
         assert log.count("alarm raised: port:3/0/PP3") == 1, log
+
+
+def test_the_guide_works_as_written():
+    """docs/roadm-device.md, "Try it": the shell block as written, with a free port, the build
+    directory under test and the shared models."""
+    text = open(os.path.join(REPO, "docs", "roadm-device.md")).read()
+    block = re.search(r"## Try it.*?```sh\n(.*?)```", text, re.S)
+    assert block, "docs/roadm-device.md has no shell block under 'Try it'"
+    build = os.path.dirname(os.path.dirname(os.path.abspath(ncserver.ncstored_binary())))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PORT=str(port), YANG=YANG)
+    r = subprocess.run(["bash", "-e", "-c", block.group(1).replace("build/", build + "/")], cwd=REPO,
+                       capture_output=True, text=True, timeout=120, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "<node-id>ROADM-A1</node-id>" in out and "<vendor>ncstore</vendor>" in out, out
+    assert out.count("<ports") == 4 and "<port-name>CP-DEG1</port-name>" in out, out
+    assert "refused" in out and "app-tag: roadm-connection-interface-type" in out, out
+    assert "path: /org-openroadm-device:org-openroadm-device/roadm-connections[connection-name='bad']/source/src-if" \
+        in out, out
+    assert "lossOfSignal" in r.stdout, out
