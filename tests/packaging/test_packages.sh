@@ -96,7 +96,9 @@ dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' > "$WORK/deb.files"
 for f in /usr/sbin/ncstored /etc/ncstore/ncstored.conf /lib/systemd/system/ncstored.service \
          /usr/share/man/man8/ncstored.8.gz /usr/share/doc/ncstore/copyright /usr/share/ncstore/yang/ \
          /usr/sbin/ncstore-roadm-agent /usr/share/man/man8/ncstore-roadm-agent.8.gz \
-         /lib/systemd/system/ncstore-roadm-agent.service /usr/share/ncstore/roadm/device.profile; do
+         /lib/systemd/system/ncstore-roadm-agent.service /usr/share/ncstore/roadm/device.profile \
+         /usr/bin/ncstore-load /usr/bin/ncstore-sim /usr/share/man/man1/ncstore-load.1.gz \
+         /usr/share/man/man1/ncstore-sim.1.gz; do
     grep -qx "$f" "$WORK/deb.files" || fail ".deb lacks $f"
 done
 if [ -x "$BUILD_DIR/clients/ncstore-client" ]; then
@@ -182,6 +184,11 @@ man -l /usr/share/man/man8/ncstored.8.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man
 /usr/sbin/ncstore-roadm-agent --help | has -- "--profile" || fail "ncstore-roadm-agent --help does not run"
 man -l /usr/share/man/man8/ncstore-roadm-agent.8.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man ] \
     || fail "the agent's man page does not render"
+/usr/bin/ncstore-load --help | has -- "--lenient" || fail "ncstore-load --help does not run"
+/usr/bin/ncstore-sim --help | has -- "start" || fail "ncstore-sim --help does not run"
+for page in ncstore-load ncstore-sim; do
+    man -l /usr/share/man/man1/$page.1.gz > /dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "$page's man page does not render"
+done
 WANTS=/etc/systemd/system/multi-user.target.wants/ncstored.service
 [ -L "$WANTS" ] || fail "ncstored.service not enabled after installation (no $WANTS)"
 ok "installed $VERSION; ncstore user; /var/lib/ncstore ncstore:ncstore 700; unit enabled"
