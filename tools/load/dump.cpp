@@ -199,12 +199,12 @@ std::string unwrapXml(std::string_view text) {
             const std::string_view tagText = text.substr(tag->begin, tag->end - tag->begin);
             const auto own = declarations(tagText);
             out.append(text.substr(tag->begin, tag->nameEnd - tag->begin));
-            for (const auto& [name, whole] : inherited) {
-                const bool redeclared =
-                    std::any_of(own.begin(), own.end(), [&](const auto& o) { return o.first == name; });
+            for (const auto& declaration : inherited) {
+                const bool redeclared = std::any_of(
+                    own.begin(), own.end(), [&](const auto& o) { return o.first == declaration.first; });
                 if (!redeclared) {
                     out += ' ';
-                    out += whole;
+                    out += declaration.second;
                 }
             }
             if (tag->selfClosing) {
