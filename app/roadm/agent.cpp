@@ -28,7 +28,6 @@ using Clock = std::chrono::system_clock;
 constexpr const char* kAlarmList = "/org-openroadm-alarm:active-alarm-list";
 constexpr const char* kDbNs = "http://org/openroadm/database";
 constexpr const char* kOpsNs = "http://org/openroadm/de/operations";
-constexpr const char* kAlarmNs = "http://org/openroadm/alarm";
 
 struct LyInDeleter {
     void operator()(ly_in* in) const noexcept { ly_in_free(in, 0); }
