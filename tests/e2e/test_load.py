@@ -133,7 +133,8 @@ def test_the_guide_works_as_written(server):
         port = s.getsockname()[1]
     env = dict(os.environ, PORT=str(port),
                PATH=os.pathsep.join([os.path.join(build, "netconfd"), os.path.join(build, "tools"), os.environ["PATH"]]))
-    r = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=180, env=env,
+    # Under ASan each of the four servers starts several times slower: 480 s, not 180 s.
+    r = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=480, env=env,
                        cwd=os.path.join(HERE, "..", ".."))
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
